@@ -1,0 +1,1 @@
+"""agent-world HITL prompts: single/multiple-select questions per world and chat."""

@@ -1,0 +1,246 @@
+"""Reading `request.json` and run metadata, and writing `response.txt` (PROTOCOLS §1).
+
+Plain blocking functions (callers use `asyncio.to_thread`). Reading tolerates the
+engine's non-atomic writes: an incomplete file raises `MailboxError(retryable=True)`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import stat
+from dataclasses import dataclass
+from typing import Any
+
+from adapters.delta.layout import (
+    DELTA_DIR,
+    REQUEST_FILE,
+    RESPONSE_FILE,
+    Mailbox,
+    OutsideWorkspace,
+    confined,
+    latest_run,
+    read_small,
+)
+
+MAX_REQUEST_BYTES = 1024 * 1024
+MAX_METADATA_BYTES = 1024 * 1024
+RUN_STATUSES = frozenset({"RUNNING", "WAITING_FOR_INPUT", "COMPLETED", "FAILED", "INTERRUPTED"})
+
+
+class MailboxError(Exception):
+    """A mailbox file cannot be used. `retryable`: it may still be being written."""
+
+    def __init__(self, path: str, reason: str, *, retryable: bool = False) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+        self.retryable = retryable
+
+
+class MailboxGone(MailboxError):
+    """`request.json` (or its whole workspace) no longer exists."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, "no longer exists")
+
+
+@dataclass(frozen=True)
+class DeltaRequest:
+    """The content of one `request.json`."""
+
+    request_id: str
+    prompt: str
+    input_type: str
+    sensitive: bool
+    timestamp: str | None
+
+    @property
+    def is_secret(self) -> bool:
+        return self.sensitive or self.input_type == "password"
+
+    @property
+    def is_confirmation(self) -> bool:
+        return self.input_type == "confirmation" and not self.is_secret
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """What identifies one version of a file without reading it."""
+
+    inode: int
+    size: int
+    mtime_ns: int
+
+
+def stamp(path: str) -> FileStamp | None:
+    """The file's stamp, or None when it does not exist (or cannot be stat'ed)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return FileStamp(st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def read_bytes(path: str, workspace: str, limit: int) -> bytes:
+    """Read a file that must stay inside `workspace` and be at most `limit` bytes."""
+    try:
+        real = confined(path, workspace)
+    except OutsideWorkspace as exc:
+        raise MailboxError(path, "leads outside the workspace (symlink); refused") from exc
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        raise MailboxGone(path) from None
+    except OSError as exc:
+        raise MailboxError(path, f"cannot be read: {exc.strerror or exc}", retryable=True) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise MailboxError(path, "is not a regular file")
+        if st.st_size > limit:
+            raise MailboxError(path, f"is {st.st_size} bytes, over the {limit}-byte limit")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise MailboxError(path, f"cannot be read: {exc.strerror or exc}", retryable=True) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise MailboxError(path, f"is over the {limit}-byte limit")
+    return data
+
+
+def parse_request(data: bytes, path: str) -> DeltaRequest:
+    """Validate the bytes of a `request.json`.
+
+    Empty, undecodable or unparsable content is `retryable` (the engine may be halfway
+    through writing it); valid JSON with missing or mistyped fields is not.
+    """
+    if not data.strip():
+        raise MailboxError(path, "is empty (still being written?)", retryable=True)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MailboxError(path, f"is not UTF-8 ({exc.reason} at byte {exc.start})", retryable=True) from None
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise MailboxError(path, f"is not valid JSON ({exc})", retryable=True) from None
+    if not isinstance(body, dict):
+        raise MailboxError(path, f"must hold a JSON object, not {type(body).__name__}")
+    request_id = body.get("request_id")
+    if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200:
+        raise MailboxError(path, "field 'request_id' must be a non-empty string (≤ 200 characters)")
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise MailboxError(path, "field 'prompt' must be a non-empty string")
+    input_type = body.get("input_type", "text")
+    if input_type is None:
+        input_type = "text"
+    if not isinstance(input_type, str):
+        raise MailboxError(path, "field 'input_type' must be a string")
+    sensitive = body.get("sensitive", False)
+    if sensitive is None:
+        sensitive = False
+    if not isinstance(sensitive, bool):
+        raise MailboxError(path, "field 'sensitive' must be true or false")
+    timestamp = body.get("timestamp")
+    if timestamp is not None and not isinstance(timestamp, str):
+        raise MailboxError(path, "field 'timestamp' must be a string")
+    return DeltaRequest(request_id.strip(), prompt, input_type.strip().lower(), sensitive, timestamp)
+
+
+def read_request(mailbox: Mailbox) -> DeltaRequest:
+    """Read and validate the mailbox's `request.json` (MailboxGone when there is none)."""
+    path = mailbox.request_path
+    return parse_request(read_bytes(path, mailbox.workspace, MAX_REQUEST_BYTES), path)
+
+
+def read_metadata(mailbox: Mailbox) -> tuple[str | None, dict[str, Any]]:
+    """The run id and the usable fields of the run's `metadata.json` ({} when unreadable).
+
+    For a shared mailbox, LATEST is read again now: the latest run changes between asks.
+    """
+    run_id, meta_path = mailbox.run_id, mailbox.metadata_path
+    if mailbox.layout in ("v1.2", "v1.3"):
+        _, run_id, meta_path = latest_run(mailbox.workspace)
+    if meta_path is None:
+        return run_id, {}
+    try:
+        raw = json.loads(read_bytes(meta_path, mailbox.workspace, MAX_METADATA_BYTES).decode("utf-8"))
+    except (MailboxError, UnicodeDecodeError, ValueError, RecursionError):
+        return run_id, {}
+    if not isinstance(raw, dict):
+        return run_id, {}
+    meta: dict[str, Any] = {}
+    for key in ("run_id", "agent_ref", "task", "status", "start_time", "hostname", "error"):
+        value = raw.get(key)
+        if isinstance(value, str):
+            meta[key] = value
+    for key in ("iterations_completed", "pid"):
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            meta[key] = value
+    if meta.get("status") not in RUN_STATUSES:
+        meta.pop("status", None)
+    return (run_id or meta.get("run_id")), meta
+
+
+def engine_version(workspace: str) -> str | None:
+    """The content of `.delta/VERSION` (the engine's data format version), if any."""
+    return read_small(os.path.join(workspace, DELTA_DIR, "VERSION"), workspace)
+
+
+def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
+    """Write `value` to the mailbox's `response.txt` atomically; return its path.
+
+    Only when `request.json` still holds `request_id` (MailboxGone / MailboxError
+    otherwise: the run moved on and a stray answer would be read by its next question).
+    Temp file in the same folder, mode 0600, fsync, rename over `response.txt` (a
+    symlink there is replaced, never followed). When the bridge runs as root the file
+    is given to the owner of `request.json`, so the engine's user can read it.
+    Raises OSError when the folder cannot be written (read-only, full): retry later.
+    """
+    current = read_request(mailbox)
+    if current.request_id != request_id:
+        raise MailboxError(
+            mailbox.request_path,
+            f"now holds request {current.request_id!r}, not {request_id!r}: the run moved on",
+        )
+    try:
+        directory = confined(mailbox.directory, mailbox.workspace)
+    except OutsideWorkspace as exc:
+        raise MailboxError(mailbox.directory, "leads outside the workspace (symlink); refused") from exc
+    owner = os.stat(os.path.join(directory, REQUEST_FILE))
+    tmp = os.path.join(directory, f".{RESPONSE_FILE}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            if os.geteuid() == 0 and (owner.st_uid, owner.st_gid) != (0, 0):
+                os.fchown(fd, owner.st_uid, owner.st_gid)
+            data = value.encode("utf-8")
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        target = os.path.join(directory, RESPONSE_FILE)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return os.path.join(mailbox.directory, RESPONSE_FILE)

@@ -1,0 +1,424 @@
+"""Pure translation between LangGraph interrupt values and the bridge's request model.
+
+`map_interrupt(value)` turns whatever a graph passed to `interrupt()` into questions plus a
+small `ResumePlan`; `resume_value(plan, values, reason)` turns the person's answer back into
+exactly what the graph expects from `Command(resume=...)`. No I/O here (PROTOCOLS.md §6).
+
+Three value shapes are recognised:
+
+- agent-inbox `HumanInterrupt` (bare, or the usual list of one): `action_request`,
+  `config.allow_*`, `description` → answered with a list of one `{type, args}`;
+- langchain's `HumanInTheLoopMiddleware` request: `action_requests` + `review_configs`
+  → answered with `{"decisions": [...]}`, one decision per action, in order;
+- anything else ("plain") → one `text` question, answered with the string.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bridge.models import MAX_CONTEXT_DEPTH, MAX_TEXT, Question, QuestionKind
+
+Shape = Literal["plain", "inbox", "hitl"]
+
+# Button labels shown to people, and the engine decision each one stands for.
+APPROVE, EDIT, RESPOND, IGNORE, REJECT = "Approve", "Edit", "Respond", "Ignore", "Reject"
+INBOX_TYPES = {APPROVE: "accept", EDIT: "edit", RESPOND: "response", IGNORE: "ignore"}
+HITL_TYPES = {APPROVE: "approve", EDIT: "edit", REJECT: "reject"}
+_INBOX_ALLOW = (("allow_accept", APPROVE), ("allow_edit", EDIT),
+                ("allow_respond", RESPOND), ("allow_ignore", IGNORE))
+_HITL_LABEL = {"approve": APPROVE, "edit": EDIT, "reject": REJECT}
+MAX_ACTIONS_ONE_BY_ONE = 15  # 3 questions each stays under the model's 50 questions
+MAX_SHOWN_JSON = 4000
+_PROMPT_KEYS = ("question", "prompt", "message", "text", "description", "title")
+
+
+class ResumeError(ValueError):
+    """The answer cannot be turned into a resume value for this interrupt."""
+
+
+@dataclass(frozen=True)
+class ActionPlan:
+    """One tool call under review: how to write its decision back."""
+
+    name: str
+    args_key: str  # "args" or "arguments": edits are sent back under the key the engine used
+    args: Any
+    allowed: tuple[str, ...]  # button labels, e.g. ("Approve", "Reject")
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """What `resume_value` needs to rebuild the engine's answer; kept in `source_ref`."""
+
+    shape: Shape
+    listed: bool = False  # inbox value came as a list of one
+    actions: tuple[ActionPlan, ...] = ()
+    batch: bool = False  # too many actions: one decision applies to all of them
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shape": self.shape,
+            "listed": self.listed,
+            "batch": self.batch,
+            "actions": [
+                {"name": a.name, "args_key": a.args_key, "args": a.args, "allowed": list(a.allowed)}
+                for a in self.actions
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ResumePlan:
+        try:
+            actions = tuple(
+                ActionPlan(
+                    name=str(a["name"]),
+                    args_key=str(a.get("args_key", "args")),
+                    args=a.get("args"),
+                    allowed=tuple(str(x) for x in a.get("allowed", ())),
+                )
+                for a in data.get("actions", ())
+            )
+            shape = data["shape"]
+            if shape not in ("plain", "inbox", "hitl"):
+                raise ValueError(shape)
+            return cls(shape=shape, listed=bool(data.get("listed")), actions=actions,
+                       batch=bool(data.get("batch")))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResumeError(f"stored resume plan is unreadable: {exc!r}") from None
+
+
+@dataclass(frozen=True)
+class InterruptMapping:
+    """An interrupt value seen as a bridge request."""
+
+    title: str
+    description: str
+    questions: list[Question]
+    plan: ResumePlan
+    tool: str | None = None
+    shown_value: Any = field(default=None)
+
+
+# -- value → questions -------------------------------------------------------------------
+
+
+def map_interrupt(value: Any) -> InterruptMapping:
+    """Map any JSON value a graph interrupted with. Never raises: unknown shapes are `plain`."""
+    inbox = _as_inbox(value)
+    if inbox is not None:
+        return _map_inbox(*inbox)
+    if _is_hitl(value):
+        return _map_hitl(value)
+    return _map_plain(value)
+
+
+def _as_inbox(value: Any) -> tuple[dict[str, Any], bool] | None:
+    listed = isinstance(value, list) and len(value) == 1
+    item = value[0] if listed else value
+    if (
+        isinstance(item, dict)
+        and isinstance(item.get("action_request"), dict)
+        and isinstance(item.get("config"), dict)
+    ):
+        return item, listed
+    return None
+
+
+def _is_hitl(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    actions = value.get("action_requests")
+    return (
+        isinstance(actions, list)
+        and len(actions) > 0
+        and all(isinstance(a, dict) and isinstance(a.get("name"), str) for a in actions)
+    )
+
+
+def _map_inbox(item: dict[str, Any], listed: bool) -> InterruptMapping:
+    request = item["action_request"]
+    config = item["config"]
+    action = _short(request.get("action"), 200) or "action"
+    args = request.get("args")
+    allowed = tuple(label for key, label in _INBOX_ALLOW if config.get(key) is True)
+    if not allowed:  # nothing allowed makes no sense; let the person at least accept
+        allowed = (APPROVE,)
+    description = _text(item.get("description"))
+    prompt = description or f"The graph wants to run `{action}`."
+    shown_args = _json_block(args)
+    questions = [_decision_question("decision", f"{prompt}\n\n`{action}` {shown_args}", allowed)]
+    if RESPOND in allowed:
+        questions.append(Question(
+            id="response", kind=QuestionKind.text, required=False,
+            prompt="Your response (sent to the graph when you choose Respond)",
+        ))
+    if EDIT in allowed:
+        questions.append(_edit_question("args", f"Arguments for `{action}` (used with Edit)", args))
+    plan = ResumePlan(shape="inbox", listed=listed,
+                      actions=(ActionPlan(action, "args", _plain_json(args), allowed),))
+    return InterruptMapping(
+        title=_title(description or f"Review `{action}`"),
+        description=description,
+        questions=questions,
+        plan=plan,
+        tool=action[:200],
+        shown_value=item,
+    )
+
+
+def _map_hitl(value: dict[str, Any]) -> InterruptMapping:
+    raw_actions: list[dict[str, Any]] = value["action_requests"]
+    configs = value.get("review_configs")
+    configs = configs if isinstance(configs, list) else []
+    plans: list[ActionPlan] = []
+    descriptions: list[str] = []
+    for index, raw in enumerate(raw_actions):
+        name = _short(raw["name"], 200) or "action"
+        config = _review_config_for(index, name, raw_actions, configs)
+        decisions = config.get("allowed_decisions")
+        decisions = decisions if isinstance(decisions, list) else ["approve", "edit", "reject"]
+        allowed = tuple(_HITL_LABEL[d] for d in ("approve", "edit", "reject") if d in decisions)
+        args_key = "arguments" if "arguments" in raw and "args" not in raw else "args"
+        plans.append(ActionPlan(name, args_key, _plain_json(raw.get(args_key)), allowed or (APPROVE,)))
+        descriptions.append(_text(raw.get("description")) or _text(config.get("description")))
+    batch = len(plans) > MAX_ACTIONS_ONE_BY_ONE
+    questions: list[Question] = []
+    if batch:
+        common = tuple(label for label in (APPROVE, REJECT)
+                       if all(label in p.allowed for p in plans)) or (APPROVE,)
+        listing = "\n".join(f"• `{p.name}` {_json_block(p.args, 300)}" for p in plans)
+        questions.append(_decision_question(
+            "decision", f"{len(plans)} tool calls wait for review (one decision for all):\n{listing}",
+            common))
+        if REJECT in common:
+            questions.append(_reject_message_question("message"))
+    else:
+        single = len(plans) == 1
+        for index, (plan, text) in enumerate(zip(plans, descriptions, strict=True)):
+            suffix = "" if single else f"_{index}"
+            prompt = f"{text or 'Tool call needs review'}\n\n`{plan.name}` {_json_block(plan.args)}"
+            questions.append(_decision_question(f"decision{suffix}", prompt, plan.allowed))
+            if EDIT in plan.allowed:
+                questions.append(_edit_question(
+                    f"args{suffix}", f"Arguments for `{plan.name}` (used with Edit)", plan.args))
+            if REJECT in plan.allowed and set(plan.allowed) != {APPROVE, REJECT}:
+                questions.append(_reject_message_question(f"message{suffix}"))
+    names = ", ".join(p.name for p in plans[:5]) + ("…" if len(plans) > 5 else "")
+    title = descriptions[0] if len(plans) == 1 and descriptions[0] else f"Review tool calls: {names}"
+    return InterruptMapping(
+        title=_title(title),
+        description="\n\n".join(d for d in descriptions if d)[:MAX_TEXT],
+        questions=questions,
+        plan=ResumePlan(shape="hitl", actions=tuple(plans), batch=batch),
+        tool=plans[0].name if len(plans) == 1 else None,
+        shown_value=value,
+    )
+
+
+def _review_config_for(
+    index: int, name: str, actions: list[dict[str, Any]], configs: list[Any]
+) -> dict[str, Any]:
+    """Configs are index-aligned with the actions in langchain 1.0; older builds keyed by name."""
+    if len(configs) == len(actions) and isinstance(configs[index], dict):
+        candidate = configs[index]
+        if candidate.get("action_name") in (None, name):
+            return candidate
+    for config in configs:
+        if isinstance(config, dict) and config.get("action_name") == name:
+            return config
+    return {}
+
+
+def _map_plain(value: Any) -> InterruptMapping:
+    prompt = _plain_prompt(value)
+    return InterruptMapping(
+        title=_title(prompt),
+        description="",
+        questions=[Question(id="answer", kind=QuestionKind.text, prompt=prompt)],
+        plan=ResumePlan(shape="plain"),
+        shown_value=value,
+    )
+
+
+def _plain_prompt(value: Any) -> str:
+    if isinstance(value, str) and value.strip():
+        return value[:MAX_TEXT]
+    if isinstance(value, dict):
+        for key in _PROMPT_KEYS:
+            text = value.get(key)
+            if isinstance(text, str) and text.strip():
+                return text[:MAX_TEXT]
+    if value is None or value == "":
+        return "The graph is waiting for your input."
+    return f"The graph is waiting for your input:\n{_json_block(value)}"
+
+
+def _decision_question(qid: str, prompt: str, allowed: tuple[str, ...]) -> Question:
+    # Approve/Reject alone is a yes/no question: every channel shows it as two buttons,
+    # and the reason a person gives for "no" becomes the rejection message.
+    if set(allowed) == {APPROVE, REJECT} or set(allowed) == {APPROVE, IGNORE}:
+        return Question(id=qid, kind=QuestionKind.confirm, prompt=_clip(prompt))
+    return Question(id=qid, kind=QuestionKind.choice, prompt=_clip(prompt), options=list(allowed))
+
+
+def _edit_question(qid: str, prompt: str, args: Any) -> Question:
+    default = args if isinstance(args, dict | list) else None
+    return Question(id=qid, kind=QuestionKind.edit, prompt=prompt, required=False,
+                    default=_plain_json(default))
+
+
+def _reject_message_question(qid: str) -> Question:
+    return Question(id=qid, kind=QuestionKind.text, required=False,
+                    prompt="Why reject? (sent to the agent when you choose Reject)")
+
+
+# -- answer → resume value ---------------------------------------------------------------
+
+
+def resume_value(plan: ResumePlan, values: dict[str, Any], reason: str | None = None) -> Any:
+    """Build exactly what the graph expects back from `interrupt()` for this answer.
+
+    Raises ResumeError when the answer does not fit the plan (it was validated against the
+    questions already, so this means a stored request was tampered with or is from an
+    incompatible version).
+    """
+    if plan.shape == "plain":
+        answer = values.get("answer")
+        if not isinstance(answer, str):
+            raise ResumeError("a plain interrupt needs a text answer")
+        return answer
+    if plan.shape == "inbox":
+        return _resume_inbox(plan, values, reason)
+    return _resume_hitl(plan, values, reason)
+
+
+def _label(value: Any, allowed: tuple[str, ...], qid: str) -> str:
+    """The chosen button label; confirm answers are "yes"/"no"."""
+    if value == "yes":
+        return APPROVE
+    if value == "no":
+        return next((x for x in allowed if x in (REJECT, IGNORE)), REJECT)
+    if isinstance(value, str) and value in allowed:
+        return value
+    raise ResumeError(f"{qid}: {value!r} is not one of {list(allowed)}")
+
+
+def _resume_inbox(plan: ResumePlan, values: dict[str, Any], reason: str | None) -> Any:
+    if len(plan.actions) != 1:
+        raise ResumeError("an agent-inbox plan holds exactly one action")
+    action = plan.actions[0]
+    label = _label(values.get("decision"), action.allowed, "decision")
+    kind = INBOX_TYPES[label]
+    args: Any = None
+    if label == EDIT:
+        edited = values.get("args")
+        args = {"action": action.name, "args": action.args if edited in (None, "", {}) else edited}
+    elif label == RESPOND:
+        text = values.get("response")
+        args = text if isinstance(text, str) and text else (reason or "")
+    response = {"type": kind, "args": args}
+    return [response] if plan.listed else response
+
+
+def _resume_hitl(plan: ResumePlan, values: dict[str, Any], reason: str | None) -> Any:
+    decisions: list[dict[str, Any]] = []
+    if plan.batch:
+        common = tuple(x for x in (APPROVE, REJECT) if all(x in a.allowed for a in plan.actions))
+        label = _label(values.get("decision"), common or (APPROVE,), "decision")
+        message = _message(values.get("message"), reason)
+        for action in plan.actions:
+            decisions.append(_decision(action, label, None, message))
+        return {"decisions": decisions}
+    single = len(plan.actions) == 1
+    for index, action in enumerate(plan.actions):
+        suffix = "" if single else f"_{index}"
+        label = _label(values.get(f"decision{suffix}"), action.allowed, f"decision{suffix}")
+        message = _message(values.get(f"message{suffix}"), reason)
+        decisions.append(_decision(action, label, values.get(f"args{suffix}"), message))
+    return {"decisions": decisions}
+
+
+def _message(value: Any, reason: str | None) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value
+    return reason or None
+
+
+def _decision(action: ActionPlan, label: str, edited: Any, message: str | None) -> dict[str, Any]:
+    if label == EDIT:
+        args = action.args if edited in (None, "", {}) else edited
+        return {"type": "edit", "edited_action": {"name": action.name, action.args_key: args}}
+    if label == REJECT:
+        return {"type": "reject", "message": message} if message else {"type": "reject"}
+    if label == APPROVE:
+        return {"type": "approve"}
+    raise ResumeError(f"{label!r} is not a decision for `{action.name}`")
+
+
+# -- small helpers -----------------------------------------------------------------------
+
+
+def safe_context_value(value: Any) -> Any:
+    """The interrupt value as it may go into a request's context: plain JSON, not too deep
+    and not too big; otherwise a truncated JSON string."""
+    plain = _plain_json(value)
+    text = json.dumps(plain, ensure_ascii=False, default=str)
+    if len(text) > MAX_SHOWN_JSON * 4 or _too_deep(plain):
+        return text[: MAX_SHOWN_JSON] + "…"
+    return plain
+
+
+def _too_deep(value: Any, level: int = 0) -> bool:
+    if level >= MAX_CONTEXT_DEPTH - 2:
+        return True
+    if isinstance(value, dict):
+        return any(_too_deep(v, level + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_too_deep(v, level + 1) for v in value)
+    return False
+
+
+def _plain_json(value: Any) -> Any:
+    """A JSON round trip: drops anything that is not plain JSON (engines send JSON anyway)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError, RecursionError):
+        return str(value)[:MAX_SHOWN_JSON]
+
+
+def _json_block(value: Any, limit: int = MAX_SHOWN_JSON) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _text(value: Any) -> str:
+    return value.strip()[:MAX_TEXT] if isinstance(value, str) else ""
+
+
+def _short(value: Any, limit: int) -> str:
+    return value.strip()[:limit] if isinstance(value, str) else ""
+
+
+def _clip(text: str) -> str:
+    return text[:MAX_TEXT]
+
+
+def _title(text: str) -> str:
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return (first or "LangGraph interrupt")[:200]
+
+
+__all__ = [
+    "InterruptMapping",
+    "ResumeError",
+    "ResumePlan",
+    "map_interrupt",
+    "resume_value",
+    "safe_context_value",
+]

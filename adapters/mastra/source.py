@@ -1,0 +1,268 @@
+"""The Mastra source: polls suspended workflow runs and waiting inbox tasks, resumes them.
+
+Polling is paged (`page`/`perPage`), so a thousand waiting runs cost ten small requests per
+interval, and only runs not seen before reach the store. A run or task that disappears
+from a complete listing while its request is still open was resumed elsewhere (Mastra's
+playground, another client): its request is withdrawn and its chat messages updated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from starlette.routing import BaseRoute
+
+from adapters.mastra.mapping import (
+    InvalidSnapshot,
+    Shape,
+    answer_value,
+    step_to_request,
+    suspended_steps,
+    task_to_request,
+    waiting_task,
+    workflow_resume_body,
+)
+from bridge.config import Duration
+from bridge.models import OPEN_STATES, RequestIn
+from bridge.ports import DeliveryError, Outcome, RequestSink
+from bridge.store.base import Store
+
+log = logging.getLogger("hitl_bridge.mastra")
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
+MAX_PAGES = 1000
+
+
+class MastraConfig(BaseModel):
+    """`sources: - type: mastra` (see docs/readme/engines.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="mastra", pattern=NAME_PATTERN)
+    base_url: str = Field(pattern=r"^https?://", max_length=2000)
+    token: SecretStr | None = None  # sent as Authorization: Bearer <token>
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    workflows: list[str] = Field(default_factory=list)
+    inboxes: list[str] = Field(default_factory=list)
+    poll_every: Duration = timedelta(seconds=5)
+    page_size: int = Field(default=100, ge=1, le=1000)
+    timeout: Duration = timedelta(seconds=5)
+    resume_key: str = Field(default="answer", min_length=1, max_length=100)
+
+
+class EngineUnreadable(Exception):
+    """The engine answered, but not with what the protocol says (garbage, wrong shape)."""
+
+
+class MastraSource:
+    """Source port for Mastra (PROTOCOLS §4)."""
+
+    def __init__(self, config: MastraConfig, store: Store | None = None) -> None:
+        self.config = config
+        self.name = config.name
+        self.store = store
+        headers = {k: v.get_secret_value() for k, v in config.headers.items()}
+        if config.token is not None:
+            headers["Authorization"] = f"Bearer {config.token.get_secret_value()}"
+        self.http = httpx.AsyncClient(
+            base_url=config.base_url.rstrip("/"),
+            headers=headers,
+            timeout=config.timeout.total_seconds(),
+            follow_redirects=False,
+        )
+        # scope ("wf:<id>" / "inbox:<id>") → external ids of open requests seen there
+        self.known: dict[str, set[str]] = {}
+        self.ambiguous: set[str] = set()  # request ids whose last resume got no clear reply
+        self.polls = 0
+        self.last_error: str | None = None
+
+    def http_routes(self) -> Sequence[BaseRoute]:
+        return []
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    # -- finding requests ---------------------------------------------------------------
+    async def run(self, sink: RequestSink) -> None:
+        await self._load_known()
+        while True:
+            await self.poll_once(sink)
+            await asyncio.sleep(self.config.poll_every.total_seconds())
+
+    async def _load_known(self) -> None:
+        """Open requests from earlier runs, so withdrawals are noticed after a restart too."""
+        if self.store is None:
+            return
+        offset = 0
+        while True:
+            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name,
+                                                   limit=500, offset=offset)
+            for request in batch:
+                scope = request.source_ref.get("scope")
+                if isinstance(scope, str) and request.external_id:
+                    self.known.setdefault(scope, set()).add(request.external_id)
+            if len(batch) < 500:
+                return
+            offset += 500
+
+    async def poll_once(self, sink: RequestSink) -> None:
+        """One pass over every configured workflow and inbox; never raises for the engine."""
+        self.polls += 1
+        for workflow in self.config.workflows:
+            await self._scan(sink, f"wf:{workflow}", self._list_workflow(workflow))
+        for inbox in self.config.inboxes:
+            await self._scan(sink, f"inbox:{inbox}", self._list_inbox(inbox))
+
+    async def _scan(self, sink: RequestSink, scope: str, listing: Any) -> None:
+        try:
+            found: list[tuple[RequestIn, dict[str, Any]]] = await listing
+        except (httpx.HTTPError, EngineUnreadable) as exc:
+            self.last_error = f"{scope}: {_describe(exc)}"
+            log.warning("mastra source %s: cannot list %s: %s", self.name, scope, _describe(exc))
+            return
+        self.last_error = None
+        seen = {req.external_id for req, _ in found if req.external_id}
+        known = self.known.setdefault(scope, set())
+        for request, ref in found:
+            if request.external_id in known:
+                continue
+            await sink.submit(request, source=self.name, source_ref={**ref, "scope": scope})
+            known.add(request.external_id or "")
+        for gone in sorted(known - seen):
+            await sink.withdraw(self.name, gone, "resumed outside the bridge (no longer suspended in Mastra)")
+            known.discard(gone)
+
+    async def _get_json(self, path: str, params: dict[str, Any]) -> Any:
+        reply = await self.http.get(path, params=params)
+        if reply.status_code >= 400:
+            raise EngineUnreadable(f"HTTP {reply.status_code} from GET {path}: {_error_text(reply)}")
+        try:
+            return reply.json()
+        except ValueError:
+            raise EngineUnreadable(f"GET {path} did not answer JSON") from None
+
+    async def _list_workflow(self, workflow: str) -> list[tuple[RequestIn, dict[str, Any]]]:
+        path = f"/api/workflows/{quote(workflow, safe='')}/runs"
+        size = self.config.page_size
+        out: list[tuple[RequestIn, dict[str, Any]]] = []
+        for page in range(MAX_PAGES):
+            body = await self._get_json(path, {"status": "suspended", "page": page, "perPage": size})
+            runs = body.get("runs") if isinstance(body, dict) else None
+            total = body.get("total") if isinstance(body, dict) else None
+            if not isinstance(runs, list):
+                raise EngineUnreadable(f"GET {path}: no `runs` list in the reply")
+            for run in runs:
+                try:
+                    steps = suspended_steps(workflow, run)
+                except InvalidSnapshot as exc:
+                    log.warning("mastra source %s: skipping a run of %s: %s", self.name, workflow, exc)
+                    continue
+                for step in steps:
+                    request, shape = step_to_request(step)
+                    out.append((request, _ref("workflow", shape, workflow=workflow, run_id=step.run_id, step=step.step)))
+            fetched = (page + 1) * size
+            if not runs or len(runs) < size or (isinstance(total, int) and fetched >= total):
+                return out
+        return out
+
+    async def _list_inbox(self, inbox: str) -> list[tuple[RequestIn, dict[str, Any]]]:
+        path = f"/api/inboxes/{quote(inbox, safe='')}/tasks"
+        size = self.config.page_size
+        out: list[tuple[RequestIn, dict[str, Any]]] = []
+        for page in range(MAX_PAGES):
+            body = await self._get_json(path, {"status": "waiting_for_input", "page": page, "perPage": size})
+            tasks = body.get("tasks") if isinstance(body, dict) else None
+            if not isinstance(tasks, list):
+                raise EngineUnreadable(f"GET {path}: no `tasks` list in the reply")
+            for raw in tasks:
+                try:
+                    task = waiting_task(inbox, raw)
+                except InvalidSnapshot as exc:
+                    log.warning("mastra source %s: skipping a task of %s: %s", self.name, inbox, exc)
+                    continue
+                if task is not None:
+                    request, shape = task_to_request(task)
+                    out.append((request, _ref("inbox", shape, inbox=inbox, task_id=task.task_id)))
+            paging = body.get("pagination") if isinstance(body, dict) else None
+            more = isinstance(paging, dict) and paging.get("hasMore") is True
+            if not tasks or not more:
+                return out
+        return out
+
+    # -- writing back -------------------------------------------------------------------
+    async def deliver(self, outcome: Outcome) -> None:
+        """Resume the run/task with the answer. Nothing to send without an answer."""
+        if outcome.answer is None or outcome.state not in ("answered", "expired"):
+            return
+        ref = outcome.request.source_ref
+        value = answer_value(ref.get("shape", "text"), ref.get("options") or {}, outcome.answer)
+        if ref.get("kind") == "workflow":
+            path = f"/api/workflows/{quote(ref['workflow'], safe='')}/resume"
+            params = {"runId": ref["run_id"]}
+            body = workflow_resume_body(ref["step"], ref.get("shape", "text"), value, self.config.resume_key)
+        elif ref.get("kind") == "inbox":
+            path = f"/api/inboxes/{quote(ref['inbox'], safe='')}/tasks/{quote(ref['task_id'], safe='')}/resume"
+            params, body = {}, {"payload": value}
+        else:
+            raise DeliveryError("the request carries no Mastra reference", permanent=True)
+        await self._post_resume(outcome.request.id, path, params, body)
+
+    async def _post_resume(self, request_id: str, path: str, params: dict[str, str], body: dict[str, Any]) -> None:
+        try:
+            reply = await self.http.post(path, params=params, json=body)
+        except httpx.TimeoutException:
+            self.ambiguous.add(request_id)
+            raise DeliveryError(f"Mastra did not answer POST {path} in time") from None
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"Mastra unreachable: {_describe(exc)}") from None
+        if reply.status_code in (400, 404, 409):
+            if request_id in self.ambiguous:
+                # an earlier attempt timed out and the run no longer waits: that attempt landed
+                self.ambiguous.discard(request_id)
+                log.info("mastra source %s: %s already resumed by an earlier attempt", self.name, request_id)
+                return
+            raise DeliveryError(
+                f"Mastra refused the resume (HTTP {reply.status_code}: {_error_text(reply)}); "
+                "the run no longer waits for this answer (resumed elsewhere?)",
+                permanent=True,
+            )
+        if reply.status_code >= 300:
+            raise DeliveryError(f"Mastra answered HTTP {reply.status_code}: {_error_text(reply)}")
+        try:
+            reply.json()
+        except ValueError:
+            self.ambiguous.add(request_id)
+            raise DeliveryError(f"Mastra answered POST {path} with something that is not JSON") from None
+        self.ambiguous.discard(request_id)
+
+
+def _ref(kind: Literal["workflow", "inbox"], shape: Shape, **ids: str) -> dict[str, Any]:
+    ref: dict[str, Any] = {"kind": kind, "shape": str(shape.kind), **ids}
+    if shape.options:
+        ref["options"] = shape.options
+    return ref
+
+
+def _error_text(reply: httpx.Response) -> str:
+    try:
+        body = reply.json()
+    except ValueError:
+        return reply.text[:200] or reply.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return body["error"][:200]
+    return str(body)[:200]
+
+
+def _describe(exc: BaseException) -> str:
+    """Say what went wrong without echoing URLs with credentials or headers."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or unreachable"
+    return str(exc)[:300] or type(exc).__name__

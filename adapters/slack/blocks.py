@@ -1,0 +1,203 @@
+"""Block Kit for request messages: pure functions from the request model to Slack JSON.
+
+Controls carry the request id in their `block_id` (`hitl:<request id>`) and what was
+pressed in `action_id`; nothing secret is ever put in a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.slack.text import clock, escape, mrkdwn, plain, show_value, slack_date, truncate, who
+from bridge.models import Question, QuestionKind, Request, RequestState
+
+ACTION_PREFIX = "hitl:"
+APPROVE = "hitl:approve"
+REJECT = "hitl:reject"
+CHOICE = "hitl:choice"  # + ":<index>"
+SELECT = "hitl:select"
+OPEN_MODAL = "hitl:open"
+DETAILS = "hitl:details"
+MAX_BUTTON_CHOICES = 5
+MAX_FIELDS = 10
+FIELD_VALUE_CHARS = 300
+METADATA_EVENT = "hitl_request"
+
+_OPEN_LABELS = {
+    QuestionKind.text: "Reply",
+    QuestionKind.secret: "Provide secret",
+    QuestionKind.edit: "Review and edit",
+    QuestionKind.multi_choice: "Choose…",
+    QuestionKind.form: "Fill in",
+}
+
+
+def controls_block_id(request_id: str) -> str:
+    return f"{ACTION_PREFIX}{request_id}"
+
+
+def request_id_from_block(block_id: str) -> str | None:
+    """The request id of a control's block, or None when the block is not ours."""
+    if not block_id.startswith(ACTION_PREFIX):
+        return None
+    rid = block_id[len(ACTION_PREFIX):]
+    return rid or None
+
+
+def fallback_text(request: Request) -> str:
+    """The notification text (shown in push notifications and screen readers)."""
+    return truncate(f"Input needed: {request.title}", 3000)
+
+
+def message_metadata(request: Request, target: str) -> dict[str, Any]:
+    """Message metadata so a restarted bridge can find and adopt its own post."""
+    return {"event_type": METADATA_EVENT,
+            "event_payload": {"request_id": request.id, "target": target}}
+
+
+def request_blocks(request: Request) -> list[dict[str, Any]]:
+    """The whole message for `request`: controls while open, the outcome once closed."""
+    blocks = _summary_blocks(request)
+    if request.is_open:
+        blocks.extend(_question_blocks(request))
+        blocks.append(_controls(request))
+        blocks.append(_footer(request))
+    else:
+        blocks.append({"type": "section", "text": mrkdwn(outcome_text(request))})
+    return blocks
+
+
+def _summary_blocks(request: Request) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": plain(request.title, 150)}]
+    if request.description:
+        blocks.append({"type": "section", "text": mrkdwn(escape(request.description))})
+    where = [
+        f"{label} `{escape(truncate(value, 200))}`"
+        for label, value in (("engine", request.engine), ("workspace", request.workspace),
+                             ("run", request.run_id), ("agent", request.agent))
+        if value
+    ]
+    if where:
+        blocks.append({"type": "context", "elements": [mrkdwn(" · ".join(where))]})
+    fields, cut = argument_fields(request)
+    if fields:
+        section: dict[str, Any] = {"type": "section", "fields": fields}
+        if cut and request.is_open:
+            section["accessory"] = {"type": "button", "action_id": DETAILS,
+                                    "text": plain("Full details", 75), "value": request.id}
+        blocks.append(section)
+    return blocks
+
+
+def argument_fields(request: Request) -> tuple[list[dict[str, Any]], bool]:
+    """Tool name and context values as section fields; True when something was cut short
+    (then the full text is reachable through the details modal)."""
+    items: list[tuple[str, str]] = []
+    if request.tool:
+        items.append(("tool", request.tool))
+    items.extend((str(k), show_value(v)) for k, v in request.context.items())
+    cut = len(items) > MAX_FIELDS
+    fields = []
+    for key, value in items[:MAX_FIELDS]:
+        if len(value) > FIELD_VALUE_CHARS or len(key) > 100:
+            cut = True
+        text = f"*{escape(truncate(key, 100))}*\n{escape(truncate(value, FIELD_VALUE_CHARS))}"
+        fields.append(mrkdwn(text, 2000))
+    return fields, cut
+
+
+def _question_blocks(request: Request) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for question in request.questions[:20]:
+        blocks.append({"type": "section", "text": mrkdwn(escape(question.prompt))})
+        if question.help_text:
+            blocks.append({"type": "context", "elements": [mrkdwn(escape(question.help_text))]})
+    if len(request.questions) > 20:
+        more = len(request.questions) - 20
+        blocks.append({"type": "context", "elements": [mrkdwn(f"…and {more} more in the form")]})
+    return blocks
+
+
+def inline_question(request: Request) -> Question | None:
+    """The question answered right in the message (a lone confirm or choice), if any."""
+    if len(request.questions) == 1 and request.questions[0].kind in (
+        QuestionKind.confirm, QuestionKind.choice,
+    ):
+        return request.questions[0]
+    return None
+
+
+def _controls(request: Request) -> dict[str, Any]:
+    question = inline_question(request)
+    elements: list[dict[str, Any]]
+    if question is not None and question.kind is QuestionKind.confirm:
+        elements = [
+            {"type": "button", "action_id": APPROVE, "style": "primary",
+             "text": plain("Approve", 75), "value": request.id},
+            {"type": "button", "action_id": REJECT, "style": "danger",
+             "text": plain("Reject", 75), "value": request.id},
+        ]
+    elif question is not None and len(question.options) <= MAX_BUTTON_CHOICES:
+        elements = [
+            {"type": "button", "action_id": f"{CHOICE}:{i}", "text": plain(option, 75),
+             "value": str(i)}
+            for i, option in enumerate(question.options)
+        ]
+    elif question is not None:
+        elements = [{
+            "type": "static_select", "action_id": SELECT,
+            "placeholder": plain("Choose…", 150),
+            "options": [{"text": plain(option, 75), "value": str(i)}
+                        for i, option in enumerate(question.options)],
+        }]
+    else:
+        kinds = {q.kind for q in request.questions}
+        label = _OPEN_LABELS.get(next(iter(kinds)), "Answer") if len(kinds) == 1 else "Answer"
+        elements = [{"type": "button", "action_id": OPEN_MODAL, "style": "primary",
+                     "text": plain(label, 75), "value": request.id}]
+    return {"type": "actions", "block_id": controls_block_id(request.id), "elements": elements}
+
+
+def _footer(request: Request) -> dict[str, Any]:
+    parts = []
+    if request.deadline is not None:
+        parts.append(f"Answer by {slack_date(request.deadline)}")
+    if request.escalation_level:
+        parts.append(f"Escalated (level {request.escalation_level})")
+    parts.append(f"Request `{request.id}`")
+    return {"type": "context", "elements": [mrkdwn(" · ".join(parts))]}
+
+
+def outcome_text(request: Request) -> str:
+    """One line saying how the request ended; never shows a secret value."""
+    answer = request.answer
+    state = request.state
+    if state is RequestState.cancelled:
+        reason = f": {escape(truncate(request.error, 500))}" if request.error else ""
+        return f":no_entry_sign: Cancelled at {clock(request.updated_at, request.created_at)}{reason}"
+    if state is RequestState.failed and answer is None:
+        reason = f": {escape(truncate(request.error, 500))}" if request.error else ""
+        return f":warning: Failed{reason}"
+    if answer is None or (state is RequestState.expired and answer.via == "timeout"):
+        text = f":alarm_clock: Expired at {clock(request.updated_at, request.created_at)}"
+        if answer is not None:
+            text += f" (answered by the timeout rule: {_short_values(request)})"
+        return text
+    by = f"{who(answer.responder)} at {clock(answer.answered_at, request.created_at)}"
+    reason = f" — reason: {escape(truncate(answer.reason, 500))}" if answer.reason else ""
+    question = request.questions[0] if len(request.questions) == 1 else None
+    if question is not None and question.kind is QuestionKind.confirm:
+        if answer.values.get(question.id) == "yes":
+            return f":white_check_mark: Approved by {by}{reason}"
+        return f":x: Rejected by {by}{reason}"
+    if question is not None and question.kind is QuestionKind.choice:
+        chosen = escape(truncate(show_value(answer.values.get(question.id, "")), 200))
+        return f":white_check_mark: *{chosen}* chosen by {by}{reason}"
+    if question is not None and question.kind is QuestionKind.secret:
+        return f":lock: Secret provided by {by}"
+    return f":white_check_mark: Answered by {by}{reason}"
+
+
+def _short_values(request: Request) -> str:
+    values = request.redacted_answer() or {}
+    return escape(truncate(", ".join(f"{k}={show_value(v)}" for k, v in values.items()), 300))

@@ -1,0 +1,1 @@
+"""Teal Agents (sk-agents) tool-call approvals: paused replies in, approve/reject out."""

@@ -1,0 +1,155 @@
+"""Inline keyboards and callback data. Pure functions, no network.
+
+`callback_data` is `<token>|<action>`: the token is a random, unguessable string that the
+channel stores (it maps to a request and a question); the action says which button
+(`y`, `n`, `o3` for option 3...). Raw option text never travels in callback data, and
+every callback is parsed strictly: anything else is `ForgedCallback`.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+
+from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
+
+CALLBACK_DATA_LIMIT = 64  # bytes
+TOKEN_LENGTH = 16  # urlsafe base64 characters: 96 random bits
+MAX_BUTTONS = 100
+MAX_PER_ROW = 8
+ROW_WIDTH = 30  # characters of labels per row that still read well on a phone
+LABEL_LIMIT = 60
+PLACEHOLDER_LIMIT = 64
+
+APPROVE, REJECT, REJECT_NO_REASON, DONE, START, CANCEL, SKIP = "y", "n", "r", "d", "a", "x", "s"
+_CALLBACK = re.compile(rf"([A-Za-z0-9_-]{{{TOKEN_LENGTH}}})\|([ynrdaxs]|[ot](\d{{1,3}}))")
+
+
+class ForgedCallback(ValueError):
+    """Callback data this bridge never produced (wrong shape, unknown token or action)."""
+
+
+@dataclass(frozen=True)
+class CallbackAction:
+    token: str
+    action: str  # one of the constants above, or "o" (pick option) / "t" (toggle option)
+    index: int = -1
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(12)  # 16 characters
+
+
+def callback_data(token: str, action: str, index: int | None = None) -> str:
+    data = f"{token}|{action}{'' if index is None else index}"
+    assert len(data.encode()) <= CALLBACK_DATA_LIMIT
+    return data
+
+
+def parse_callback(data: str | None) -> CallbackAction:
+    """Split callback data into token and action; raise ForgedCallback when malformed."""
+    if not data or len(data.encode()) > CALLBACK_DATA_LIMIT:
+        raise ForgedCallback("empty or oversized callback data")
+    match = _CALLBACK.fullmatch(data)
+    if match is None:
+        raise ForgedCallback("malformed callback data")
+    token, action, number = match.groups()
+    if number is not None:
+        return CallbackAction(token, action[0], int(number))
+    return CallbackAction(token, action)
+
+
+def label(text: str) -> str:
+    """A button label: one line, at most LABEL_LIMIT characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= LABEL_LIMIT else flat[: LABEL_LIMIT - 1] + "…"
+
+
+def rows_of(buttons: list[InlineKeyboardButton]) -> list[list[InlineKeyboardButton]]:
+    """Pack buttons into rows: short labels share a row, long ones get their own."""
+    rows: list[list[InlineKeyboardButton]] = []
+    row: list[InlineKeyboardButton] = []
+    width = 0
+    for button in buttons:
+        size = len(button.text) + 2
+        if row and (width + size > ROW_WIDTH or len(row) >= 4):
+            rows.append(row)
+            row, width = [], 0
+        row.append(button)
+        width += size
+    if row:
+        rows.append(row)
+    return rows
+
+
+def fits_as_buttons(options: list[str], extra: int = 2) -> bool:
+    """True when one button per option (plus `extra` controls) stays within Telegram's limit."""
+    return len(options) + extra <= MAX_BUTTONS
+
+
+def confirm_keyboard(token: str) -> InlineKeyboardMarkup:
+    return InlineKeyboardMarkup([[
+        InlineKeyboardButton("✅ Approve", callback_data=callback_data(token, APPROVE)),
+        InlineKeyboardButton("❌ Reject", callback_data=callback_data(token, REJECT)),
+    ]])  # fmt: skip
+
+
+def reject_reason_keyboard(token: str) -> InlineKeyboardMarkup:
+    """Shown after Reject while the bot waits for an optional reason."""
+    return InlineKeyboardMarkup([[
+        InlineKeyboardButton("❌ Reject without reason", callback_data=callback_data(token, REJECT_NO_REASON)),
+    ]])  # fmt: skip
+
+
+def choice_keyboard(token: str, options: list[str], *, cancel: bool = False) -> InlineKeyboardMarkup:
+    buttons = [InlineKeyboardButton(label(o), callback_data=callback_data(token, "o", i))
+               for i, o in enumerate(options)]
+    rows = rows_of(buttons)
+    if cancel:
+        rows.append([cancel_button(token)])
+    return InlineKeyboardMarkup(rows)
+
+
+def multi_keyboard(token: str, options: list[str], selected: set[int], *, cancel: bool = False) -> InlineKeyboardMarkup:
+    """Toggle buttons (☑ chosen, ☐ not) and a Done button."""
+    buttons = [
+        InlineKeyboardButton(("☑ " if i in selected else "☐ ") + label(o), callback_data=callback_data(token, "t", i))
+        for i, o in enumerate(options)
+    ]
+    rows = rows_of(buttons)
+    controls = [InlineKeyboardButton(f"✔️ Done ({len(selected)})", callback_data=callback_data(token, DONE))]
+    if cancel:
+        controls.append(cancel_button(token))
+    rows.append(controls)
+    return InlineKeyboardMarkup(rows)
+
+
+def cancel_button(token: str) -> InlineKeyboardButton:
+    return InlineKeyboardButton("✖️ Cancel", callback_data=callback_data(token, CANCEL))
+
+
+def skip_cancel_keyboard(token: str, *, skip: bool) -> InlineKeyboardMarkup:
+    row = [InlineKeyboardButton("⏭ Skip", callback_data=callback_data(token, SKIP))] if skip else []
+    return InlineKeyboardMarkup([[*row, cancel_button(token)]])
+
+
+def start_keyboard(token: str) -> InlineKeyboardMarkup:
+    """A request answered in several steps: one button starts the session in this chat."""
+    return InlineKeyboardMarkup([[InlineKeyboardButton("▶️ Answer", callback_data=callback_data(token, START))]])
+
+
+def deep_link(bot_username: str, token: str) -> str:
+    """`t.me/<bot>?start=<token>`: opens the private chat and sends `/start <token>`."""
+    return f"https://t.me/{bot_username}?start={token}"
+
+
+def private_keyboard(bot_username: str, token: str) -> InlineKeyboardMarkup:
+    return InlineKeyboardMarkup([[InlineKeyboardButton("🔒 Reply in private", url=deep_link(bot_username, token))]])
+
+
+def force_reply(placeholder: str) -> ForceReply:
+    text = " ".join(placeholder.split()) or "Your answer"
+    if len(text) > PLACEHOLDER_LIMIT:
+        text = text[: PLACEHOLDER_LIMIT - 1] + "…"
+    return ForceReply(selective=True, input_field_placeholder=text)

@@ -1,0 +1,202 @@
+"""Request → Telegram message text (parse mode HTML). Pure functions, no network.
+
+Everything that came from an engine or a person is escaped; the result always fits
+Telegram's 4,096-character limit (long context and description are cut first, with a
+visible "…truncated" marker), measured in UTF-16 code units as Telegram counts them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from html import escape
+from typing import Any
+
+from bridge.models import FormField, Question, QuestionKind, Request, RequestState
+
+TEXT_LIMIT = 4096
+CUT_MARK = "…(truncated)"
+KIND_HINT = {
+    QuestionKind.confirm: "approve or reject",
+    QuestionKind.choice: "pick one",
+    QuestionKind.multi_choice: "pick any, then Done",
+    QuestionKind.text: "reply with text",
+    QuestionKind.secret: "secret: answered in a private chat, never shown",
+    QuestionKind.form: "a few fields, asked one by one",
+    QuestionKind.edit: "reply with the edited JSON",
+}
+
+
+def utf16_len(text: str) -> int:
+    """Length as Telegram counts it (UTF-16 code units)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def esc(text: Any) -> str:
+    """Escape user-supplied text for parse mode HTML."""
+    return escape(str(text), quote=False)
+
+
+@dataclass
+class Part:
+    """A piece of a message: `template` with `{}` for the escaped `raw` text.
+
+    `cut_order` > 0 marks parts that may be shortened, lowest first; 0 never shrinks.
+    """
+
+    template: str
+    raw: str = ""
+    cut_order: int = 0
+
+    def render(self, keep: int | None = None) -> str:
+        raw = self.raw if keep is None or keep >= len(self.raw) else self.raw[:keep] + CUT_MARK
+        return self.template.format(esc(raw))
+
+
+def fit(parts: list[Part], limit: int = TEXT_LIMIT) -> str:
+    """Join the parts, shortening the shrinkable ones (in cut order) until it fits `limit`."""
+    keep: dict[int, int | None] = {i: None for i in range(len(parts))}
+
+    def joined() -> str:
+        return "".join(p.render(keep[i]) for i, p in enumerate(parts))
+
+    text = joined()
+    if utf16_len(text) <= limit:
+        return text
+    order = sorted((i for i, p in enumerate(parts) if p.cut_order > 0), key=lambda i: parts[i].cut_order)
+    for i in order:
+        keep[i] = 0
+        if utf16_len(joined()) > limit:
+            continue
+        lo, hi = 0, len(parts[i].raw)  # the longest prefix that fits
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            keep[i] = mid
+            if utf16_len(joined()) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        keep[i] = lo
+        return joined()
+    # still too long with every shrinkable part emptied: hard cut on the plain text
+    return fit([Part("{}", "".join(p.raw for p in parts), cut_order=1)], limit)
+
+
+def when(at: datetime | None) -> str:
+    return at.strftime("%Y-%m-%d %H:%M UTC") if at else ""
+
+
+def question_line(question: Question, number: int | None = None) -> list[Part]:
+    """The prompt of one question with a hint of how to answer it."""
+    head = f"<b>{number}.</b> " if number is not None else "❓ "
+    parts = [Part(head + "{}", question.prompt, cut_order=3)]
+    parts.append(Part(" <i>({})</i>", KIND_HINT[question.kind]))
+    if question.help_text:
+        parts.append(Part("\n<i>{}</i>", question.help_text, cut_order=2))
+    if question.kind is QuestionKind.edit and question.default is not None:
+        parts.append(Part("\n<pre>{}</pre>", _json(question.default), cut_order=1))
+    parts.append(Part("\n"))
+    return parts
+
+
+def request_parts(request: Request) -> list[Part]:
+    """Title, description, questions, context and deadline, in that order."""
+    parts = [Part("<b>{}</b>\n", request.title, cut_order=4)]
+    origin = " · ".join(x for x in (request.engine, request.agent, request.run_id, request.tool) if x)
+    if origin:
+        parts.append(Part("<i>{}</i>\n", origin, cut_order=3))
+    if request.description:
+        parts.append(Part("{}\n", request.description, cut_order=2))
+    parts.append(Part("\n"))
+    numbered = len(request.questions) > 1
+    for n, question in enumerate(request.questions, 1):
+        parts += question_line(question, n if numbered else None)
+    if request.context:
+        parts.append(Part("\n<pre>{}</pre>\n", _json(request.context), cut_order=1))
+    if request.deadline:
+        parts.append(Part("\n⏰ Answer by {}", when(request.deadline)))
+    if request.escalation_level:
+        parts.append(Part(f"\n⬆️ Escalated (level {request.escalation_level})"))
+    return parts
+
+
+def request_text(request: Request, note: str = "") -> str:
+    """The message showing an open request; `note` (plain text) is appended."""
+    parts = request_parts(request)
+    if note:
+        parts.append(Part("\n\n{}", note))
+    return fit(parts)
+
+
+def outcome_line(request: Request) -> str:
+    """One line (HTML) saying how the request ended, by whom and when, secrets hidden."""
+    answer = request.answer
+    state = request.state
+    if answer is not None and state in (RequestState.answered, RequestState.delivered, RequestState.expired):
+        who = esc(answer.responder.display)
+        at = when(answer.answered_at)
+        values = request.redacted_answer() or {}
+        if answer.via == "timeout":
+            head = f"⌛ Expired at {at}; default answer applied"
+        elif _rejected(request, values):
+            head = f"❌ Rejected by {who} at {at}"
+        elif _approved(request, values):
+            head = f"✅ Approved by {who} at {at}"
+        else:
+            head = f"✅ Answered by {who} at {at}"
+        shown = [f"{esc(k)}: {esc(_short(v))}" for k, v in values.items() if not _is_confirm(request, k)]
+        tail = ("\n" + "\n".join(shown)) if shown else ""
+        reason = f"\nReason: {esc(answer.reason)}" if answer.reason else ""
+        return head + reason + tail
+    if state is RequestState.expired:
+        return f"⌛ Expired at {when(request.updated_at)} without an answer"
+    if state is RequestState.cancelled:
+        why = f": {esc(request.error)}" if request.error else ""
+        return f"🚫 Cancelled at {when(request.updated_at)}{why}"
+    if state is RequestState.failed:
+        return f"⚠️ Failed: {esc(request.error or 'unknown error')}"
+    return ""
+
+
+def closed_text(request: Request) -> str:
+    """The message after the request closed: the request, then the outcome."""
+    parts = request_parts(request)
+    parts.append(Part("\n\n" + outcome_line(request)))
+    return fit(parts)
+
+
+def step_text(request: Request, question: Question, field: FormField | None, step: int, total: int) -> str:
+    """One step of a one-question-after-another session."""
+    label = field.label or field.name if field else question.prompt
+    parts = [Part(f"<b>{step}/{total}</b> · " + "{}", request.title, cut_order=2), Part("\n")]
+    parts.append(Part("{}", label, cut_order=1))
+    if field is not None and not field.required:
+        parts.append(Part("\n<i>(optional: send - to skip)</i>"))
+    elif field is None and question.kind is not QuestionKind.form:
+        parts.append(Part(" <i>({})</i>", KIND_HINT[question.kind]))
+    if question.kind is QuestionKind.edit and question.default is not None:
+        parts.append(Part("\n<pre>{}</pre>", _json(question.default), cut_order=1))
+    return fit(parts)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _is_confirm(request: Request, question_id: str) -> bool:
+    question = request.question(question_id)
+    return question is not None and question.kind is QuestionKind.confirm and len(request.questions) == 1
+
+
+def _rejected(request: Request, values: dict[str, Any]) -> bool:
+    return any(_is_confirm(request, k) and v == "no" for k, v in values.items())
+
+
+def _approved(request: Request, values: dict[str, Any]) -> bool:
+    return any(_is_confirm(request, k) and v == "yes" for k, v in values.items())

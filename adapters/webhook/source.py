@@ -1,0 +1,137 @@
+"""The generic HTTP intake (`POST /v1/requests`) and its signed-callback write-back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+from fastapi import APIRouter, Body, Depends, HTTPException, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.routing import BaseRoute
+
+from adapters.webhook.callback import host_allowed, signed_request
+from adapters.webhook.structured import StructuredRequestIn, is_structured, structured_answer, to_native
+from bridge.http.app import describe_errors
+from bridge.http.auth import require_api_token
+from bridge.http.views import request_view
+from bridge.models import RequestIn
+from bridge.ports import DeliveryError, Outcome, RequestSink
+from bridge.registry import AdapterContext
+from bridge.service import BridgeService
+
+
+class WebhookConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "webhook"
+    # 410 Gone from a callback URL means "stop"; other errors are retried
+    timeout_s: float = Field(default=10, gt=0, le=300)
+
+
+def native_answer(outcome: Outcome) -> dict[str, Any]:
+    request = outcome.request
+    answer = outcome.answer
+    return {
+        "request_id": request.id,
+        "external_id": request.external_id,
+        "state": outcome.state,
+        "answer": None if answer is None else {
+            "values": answer.values,
+            "responder": answer.responder.model_dump(),
+            "via": answer.via,
+            "answered_at": answer.answered_at.isoformat(),
+            "reason": answer.reason,
+        },
+        "reason": request.error if outcome.state != "answered" else None,
+    }
+
+
+class WebhookSource:
+    """Receives requests over HTTP; delivers outcomes to each request's `callback`."""
+
+    def __init__(self, config: WebhookConfig, ctx: AdapterContext) -> None:
+        self.name = config.name
+        self.config = config
+        self.allow = ctx.settings.http.callback_allow
+        self._client: httpx.AsyncClient | None = None
+
+    async def run(self, sink: RequestSink) -> None:
+        return None  # requests arrive through http_routes()
+
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.config.timeout_s, follow_redirects=False)
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def deliver(self, outcome: Outcome) -> None:
+        request = outcome.request
+        callback = request.callback
+        if callback is None:
+            return  # the caller polls GET /v1/requests/{id}?wait=
+        if not host_allowed(callback.url, self.allow):
+            raise DeliveryError(f"callback host not in http.callback_allow: {callback.url}", permanent=True)
+        values = outcome.answer.values if outcome.answer else None
+        payload = structured_answer(request, values, outcome.state) if request.format == "structured" \
+            else native_answer(outcome)
+        body, headers = signed_request(callback.secret, payload, request.id, outcome.state)
+        try:
+            response = await self.client().post(callback.url, content=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"callback {callback.url}: {type(exc).__name__}: {exc}") from None
+        if response.status_code == 410:
+            raise DeliveryError(f"callback {callback.url} answered 410 Gone", permanent=True)
+        if not 200 <= response.status_code < 300:
+            raise DeliveryError(f"callback {callback.url} answered HTTP {response.status_code}")
+
+    def http_routes(self) -> Sequence[BaseRoute]:
+        router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["requests"])
+        source = self
+
+        @router.post(
+            "/requests",
+            status_code=201,
+            response_model=None,
+            responses={200: {"description": "already known (same external_id): the stored request"},
+                       201: {"description": "stored; the body is the request"},
+                       413: {"description": "body too large"}, 422: {"description": "invalid, field named"}},
+        )
+        async def create_request(
+            http: Request,
+            body: dict[str, Any] = Body(  # noqa: B008
+                ..., description="The native request model (DESIGN §3) or the structured-questions body "
+                "(PROTOCOLS §2).", openapi_examples={
+                    "native": {"value": {"title": "Deploy to prod?", "external_id": "run-42",
+                                         "questions": [{"id": "ok", "kind": "confirm", "prompt": "Deploy?"}]}},
+                    "structured": {"value": {"request_id": "q-1", "objective": "Pick an environment",
+                                             "questions": [{"id": "env", "question": "Which?",
+                                                            "input_type": "selection",
+                                                            "options": ["staging", "prod"]}]}},
+                }),
+        ) -> JSONResponse:
+            service: BridgeService = http.app.state.bridge
+            structured = is_structured(body)
+            try:
+                native = to_native(StructuredRequestIn.model_validate(body)) if structured \
+                    else RequestIn.model_validate(body)
+            except ValidationError as exc:
+                raise HTTPException(422, describe_errors(exc.errors())) from None
+            except RecursionError:
+                raise HTTPException(422, "body nested too deeply") from None
+            if native.callback is not None and not host_allowed(native.callback.url, source.allow):
+                raise HTTPException(422, "callback.url: host not allowed by http.callback_allow")
+            request, created = await service.submit(
+                native, source=source.name, format="structured" if structured else "native"
+            )
+            return JSONResponse(status_code=201 if created else 200, content=request_view(request))
+
+        return list(router.routes)
+
+
+def build_source(section: dict[str, Any], ctx: AdapterContext) -> WebhookSource:
+    return WebhookSource(ctx.parse(WebhookConfig, section), ctx)

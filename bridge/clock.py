@@ -1,0 +1,10 @@
+"""Time source, injectable so tests can move time without waiting."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)

@@ -1,0 +1,280 @@
+"""Configuration: one YAML file (DESIGN §4), `${ENV}` substitution, env overrides.
+
+Env overrides use `HITL_BRIDGE__SECTION__KEY=value` (double underscores between keys,
+value read as YAML), e.g. `HITL_BRIDGE__HTTP__LISTEN=0.0.0.0:8787`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bridge.durations import parse_duration
+from bridge.errors import ConfigError
+
+ENV_PREFIX = "HITL_BRIDGE__"
+CONFIG_ENV = "HITL_BRIDGE_CONFIG"
+DEFAULT_FILE = "hitl-bridge.yaml"
+EMBEDDED = "<embedded defaults>"
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoreSettings(_Strict):
+    url: str = "sqlite:///./.hitl-bridge/bridge.db"
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        if not url.startswith(("sqlite:///", "postgresql://", "postgres://")):
+            raise ValueError("use sqlite:///path/to/file.db or postgresql://user@host:5432/db")
+        return url
+
+
+class HttpSettings(_Strict):
+    listen: str = "127.0.0.1:8787"
+    api_tokens: list[str] = Field(default_factory=list)
+    max_body_bytes: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    callback_allow: list[str] = Field(default_factory=list)  # host globs; empty: any host
+    public_url: str | None = None  # how people reach this bridge (links in messages)
+
+    @field_validator("api_tokens")
+    @classmethod
+    def _drop_empty(cls, tokens: list[str]) -> list[str]:
+        tokens = [t for t in tokens if t]
+        for t in tokens:
+            if len(t) < 16:
+                raise ValueError("an API token must be at least 16 characters")
+        return tokens
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, listen: str) -> str:
+        host, sep, port = listen.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+            raise ValueError("expected host:port, e.g. 127.0.0.1:8787")
+        return listen
+
+    @property
+    def host(self) -> str:
+        return self.listen.rpartition(":")[0].strip("[]")
+
+    @property
+    def port(self) -> int:
+        return int(self.listen.rpartition(":")[2])
+
+    @property
+    def loopback_only(self) -> bool:
+        return self.host in ("127.0.0.1", "localhost", "::1") or self.host.startswith("127.")
+
+
+class SecretsSettings(_Strict):
+    key: str | None = None  # Fernet key (urlsafe base64, 32 bytes) or any passphrase
+
+    @field_validator("key")
+    @classmethod
+    def _empty_is_none(cls, key: str | None) -> str | None:
+        return key or None
+
+
+class DeliverySettings(_Strict):
+    give_up_after: Duration = timedelta(hours=24)
+    first_retry: Duration = timedelta(seconds=1)
+    max_backoff: Duration = timedelta(minutes=5)
+    timeout: Duration = timedelta(seconds=10)
+    concurrency: int = Field(default=32, ge=1, le=1000)
+
+
+class EscalationLevel(_Strict):
+    after: Duration
+    notify: list[str] = Field(min_length=1)
+    replace: bool = False
+    repeat: int = Field(default=0, ge=0, le=100)
+
+
+class OnTimeout(_Strict):
+    answer: Any = None
+    fail: bool = False
+    keep_waiting: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> OnTimeout:
+        chosen = [self.answer is not None, self.fail, self.keep_waiting]
+        if sum(chosen) != 1:
+            raise ValueError("set exactly one of answer, fail: true, keep_waiting: true")
+        return self
+
+
+class Route(_Strict):
+    name: str | None = None
+    match: dict[str, str | list[str]] = Field(default_factory=dict)
+    notify: list[str] = Field(default_factory=lambda: ["web"])
+    responders: list[str] = Field(default_factory=list)
+    quorum: int = Field(default=1, ge=1, le=100)
+    remind_every: Duration | None = None
+    escalate: list[EscalationLevel] = Field(default_factory=list)
+    timeout: Duration | None = None
+    on_timeout: OnTimeout | None = None
+    max_timeout: Duration | None = None
+
+    @model_validator(mode="after")
+    def _levels_in_order(self) -> Route:
+        afters = [level.after for level in self.escalate]
+        if afters != sorted(afters) or len(set(afters)) != len(afters):
+            raise ValueError("escalate levels must have strictly increasing `after`")
+        return self
+
+
+class Settings(_Strict):
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
+    delivery: DeliverySettings = Field(default_factory=DeliverySettings)
+    log_level: str = "INFO"
+    # adapter sections: validated by the adapter that owns them (see bridge.registry)
+    slack: dict[str, Any] | None = None
+    telegram: dict[str, Any] | None = None
+    web: dict[str, Any] | None = Field(default_factory=dict)
+    sources: list[dict[str, Any]] = Field(default_factory=lambda: [{"type": "webhook"}])
+    routes: list[Route] = Field(default_factory=list)
+    default_route: Route = Field(default_factory=lambda: Route(name="default"))
+    # where the settings came from, for error messages
+    origin: str = Field(default=EMBEDDED, exclude=True)
+
+    @field_validator("sources")
+    @classmethod
+    def _sources_have_type(cls, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, source in enumerate(sources):
+            if not isinstance(source, dict) or not isinstance(source.get("type"), str):
+                raise ValueError(f"sources[{i}] needs a `type` (delta, webhook, langgraph...)")
+        return sources
+
+    @model_validator(mode="after")
+    def _name_routes(self) -> Settings:
+        for i, route in enumerate(self.routes):
+            if route.name is None:
+                route.name = f"routes[{i}]"
+        if self.default_route.name is None:
+            self.default_route.name = "default"
+        return self
+
+    @property
+    def data_dir(self) -> Path:
+        if self.store.url.startswith("sqlite:///"):
+            return Path(self.store.url.removeprefix("sqlite:///")).parent
+        return Path(".hitl-bridge")
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def substitute_env(value: Any, env: dict[str, str]) -> Any:
+    """Replace `${NAME}` / `${NAME:-default}` in every string; unset names become ''."""
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+    if isinstance(value, list):
+        return [substitute_env(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: substitute_env(v, env) for k, v in value.items()}
+    return value
+
+
+def apply_env_overrides(data: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    for name, raw in sorted(env.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX):].split("__") if p]
+        if not path:
+            continue
+        try:
+            value = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError:
+            value = raw
+        node = data
+        for key in path[:-1]:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                child = {}
+                node[key] = child
+            node = child
+        node[path[-1]] = value
+    return data
+
+
+def embedded_defaults(env: dict[str, str]) -> dict[str, Any]:
+    """No config file: web inbox + HTTP intake on loopback, cwd watched, chat apps by env."""
+    data: dict[str, Any] = {
+        "sources": [{"type": "delta", "roots": ["."]}, {"type": "webhook"}],
+        "web": {},
+    }
+    if env.get("SLACK_BOT_TOKEN"):
+        data["slack"] = {
+            "bot_token": env["SLACK_BOT_TOKEN"],
+            "signing_secret": env.get("SLACK_SIGNING_SECRET", ""),
+            "app_token": env.get("SLACK_APP_TOKEN", ""),
+        }
+    if env.get("TELEGRAM_BOT_TOKEN"):
+        data["telegram"] = {"bot_token": env["TELEGRAM_BOT_TOKEN"]}
+    if env.get("BRIDGE_API_TOKEN"):
+        data["http"] = {"api_tokens": [env["BRIDGE_API_TOKEN"]]}
+    if env.get("BRIDGE_SECRET_KEY"):
+        data["secrets"] = {"key": env["BRIDGE_SECRET_KEY"]}
+    return data
+
+
+def find_config_file(explicit: str | None, env: dict[str, str]) -> Path | None:
+    if explicit:
+        return Path(explicit)
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV])
+    default = Path(DEFAULT_FILE)
+    return default if default.exists() else None
+
+
+def load_settings(path: str | None = None, env: dict[str, str] | None = None) -> Settings:
+    """Read, substitute, override and validate; raise ConfigError naming file and key."""
+    env = dict(os.environ) if env is None else env
+    file = find_config_file(path, env)
+    origin = str(file) if file else EMBEDDED
+    if file is None:
+        data = embedded_defaults(env)
+    else:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(origin, "", "file not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(origin, "", f"cannot read: {exc}") from None
+        try:
+            loaded = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(origin, "", f"not valid YAML: {exc}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(origin, "", "the top level must be a mapping of sections")
+        data = substitute_env(loaded, env)
+    data = apply_env_overrides(data, env)
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"])
+        key = key.replace(".[", "[")
+        reason = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            reason = "unknown key (check the spelling; see config/ for examples)"
+        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+        raise ConfigError(origin, key, reason + more) from None
+    settings.origin = origin
+    return settings

@@ -1,0 +1,61 @@
+"""Errors the core raises; each message is fit to show the person or the API caller."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+
+class BridgeError(Exception):
+    """Base of the core's refusals."""
+
+    status = 400
+
+
+class NotFound(BridgeError):
+    status = 404
+
+    def __init__(self, request_id: str) -> None:
+        super().__init__(f"no request {request_id!r}")
+        self.request_id = request_id
+
+
+class AlreadyClosed(BridgeError):
+    """The request is no longer open: answered, expired, cancelled or failed."""
+
+    status = 409
+
+    def __init__(self, request_id: str, state: str, by: str | None, at: datetime | None) -> None:
+        if by and at:
+            msg = f"already {state} by {by} at {at.strftime('%Y-%m-%d %H:%M UTC')}"
+        else:
+            msg = f"already {state}"
+        super().__init__(msg)
+        self.request_id = request_id
+        self.state = state
+        self.by = by
+        self.at = at
+
+
+class NotAllowed(BridgeError):
+    status = 403
+
+    def __init__(self, who: str) -> None:
+        super().__init__(f"{who} is not allowed to answer this request")
+        self.who = who
+
+
+class AnswerRejected(BridgeError):
+    """The answer does not fit the questions."""
+
+    status = 422
+
+
+class ConfigError(Exception):
+    """A bad configuration: names the file, the key and the reason."""
+
+    def __init__(self, file: str, key: str, reason: str) -> None:
+        where = f"{file}: {key}" if key else file
+        super().__init__(f"{where}: {reason}")
+        self.file = file
+        self.key = key
+        self.reason = reason

@@ -1,0 +1,121 @@
+"""/v1 endpoints of the core (intake lives in the webhook source: POST /v1/requests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from bridge.errors import BridgeError
+from bridge.http.auth import require_api_token
+from bridge.http.views import event_view, outbox_view, post_view, request_view
+from bridge.models import RequestState, Responder
+from bridge.service import BridgeService
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["requests"])
+
+MAX_WAIT_S = 120.0
+
+
+class AnswerBody(BaseModel):
+    """Values keyed by question id; `value` is a shortcut when there is one question."""
+
+    values: dict[str, Any] | None = None
+    value: Any = None
+    responder: str = Field(default="api", max_length=200, description="who answered (shown and audited)")
+    reason: str | None = Field(default=None, max_length=2000)
+
+
+class CancelBody(BaseModel):
+    reason: str = Field(default="", max_length=2000)
+    actor: str = Field(default="api", max_length=200)
+
+
+def service_of(request: Request) -> BridgeService:
+    service: BridgeService = request.app.state.bridge
+    return service
+
+
+def error_response(exc: BridgeError) -> JSONResponse:
+    return JSONResponse(status_code=exc.status, content={"detail": str(exc)})
+
+
+@router.get("/requests")
+async def list_requests(
+    request: Request,
+    state: list[RequestState] | None = Query(default=None),  # noqa: B008
+    source: str | None = None,
+    route: str | None = None,
+    limit: int = Query(default=100, ge=1, le=1000),
+    offset: int = Query(default=0, ge=0),
+) -> dict[str, Any]:
+    rows = await service_of(request).store.list_requests(
+        states=state, source=source, route=route, limit=limit, offset=offset
+    )
+    return {"requests": [request_view(r) for r in rows]}
+
+
+@router.get("/requests/{request_id}")
+async def get_request(
+    request: Request, request_id: str, wait: float = Query(default=0, ge=0, le=MAX_WAIT_S)
+) -> dict[str, Any]:
+    service = service_of(request)
+    found = await service.wait_closed(request_id, wait) if wait else await service.get(request_id)
+    if found is None:
+        raise HTTPException(404, f"no request {request_id!r}")
+    view = request_view(found)
+    view["posts"] = [post_view(p) for p in await service.store.list_posts(request_id)]
+    view["outbox"] = [outbox_view(o) for o in await service.store.list_outbox(request_id=request_id)]
+    return view
+
+
+@router.post("/requests/{request_id}/answer", response_model=None)
+async def answer_request(request: Request, request_id: str, body: AnswerBody) -> dict[str, Any] | JSONResponse:
+    service = service_of(request)
+    current = await service.get(request_id)
+    if current is None:
+        raise HTTPException(404, f"no request {request_id!r}")
+    values = body.values
+    if values is None:
+        if len(current.questions) != 1:
+            raise HTTPException(422, "this request has several questions: send `values` keyed by question id")
+        values = {current.questions[0].id: body.value}
+    try:
+        updated = await service.answer(
+            request_id, Responder(platform="api", user_id=body.responder, name=body.responder),
+            values, via="api", reason=body.reason,
+        )
+    except BridgeError as exc:
+        return error_response(exc)
+    return request_view(updated)
+
+
+@router.post("/requests/{request_id}/cancel", response_model=None)
+async def cancel_request(
+    request: Request, request_id: str, body: CancelBody | None = None
+) -> dict[str, Any] | JSONResponse:
+    body = body or CancelBody()
+    try:
+        updated = await service_of(request).cancel(request_id, actor=f"api:{body.actor}", reason=body.reason)
+    except BridgeError as exc:
+        return error_response(exc)
+    return request_view(updated)
+
+
+@router.post("/requests/{request_id}/redeliver", response_model=None)
+async def redeliver_request(request: Request, request_id: str) -> dict[str, Any] | JSONResponse:
+    try:
+        updated = await service_of(request).redeliver(request_id, actor="api")
+    except BridgeError as exc:
+        return error_response(exc)
+    return request_view(updated)
+
+
+@router.get("/requests/{request_id}/events")
+async def request_events(request: Request, request_id: str) -> dict[str, Any]:
+    service = service_of(request)
+    if await service.get(request_id) is None:
+        raise HTTPException(404, f"no request {request_id!r}")
+    return {"events": [event_view(e) for e in await service.store.list_events(request_id)]}

@@ -1,0 +1,45 @@
+"""Prometheus metrics, computed from the store on scrape (right for several replicas too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from bridge.models import RequestState
+from bridge.service import BridgeService
+
+
+class Metrics:
+    def __init__(self, service: BridgeService) -> None:
+        self.service = service
+        self.registry = CollectorRegistry()
+        self.requests = Gauge("hitl_requests", "Requests by state", ["state"], registry=self.registry)
+        self.outbox_pending = Gauge("hitl_outbox_pending", "Write-backs waiting or retrying",
+                                    registry=self.registry)
+        self.outbox_dead = Gauge("hitl_outbox_dead", "Write-backs that gave up (dead letters)",
+                                 registry=self.registry)
+        self.outbox_failing = Gauge("hitl_outbox_failing", "Write-backs that failed at least once",
+                                    ["source"], registry=self.registry)
+        self.extra: list[Any] = []  # callables (registry) -> None for adapter metrics
+
+    async def render(self) -> tuple[bytes, str]:
+        counts = await self.service.store.count_by_state()
+        for state in RequestState:
+            self.requests.labels(state=state.value).set(counts.get(state.value, 0))
+        items = await self.service.store.list_outbox()
+        self.outbox_pending.set(sum(1 for i in items if not i.dead))
+        self.outbox_dead.set(sum(1 for i in items if i.dead))
+        failing: dict[str, int] = {}
+        for item in items:
+            if item.attempts > 0 and not item.dead:
+                request = await self.service.store.get_request(item.request_id)
+                source = request.source if request else "-"
+                failing[source] = failing.get(source, 0) + 1
+        self.outbox_failing.clear()
+        for source, n in failing.items():
+            self.outbox_failing.labels(source=source).set(n)
+        for hook in self.extra:
+            hook(self.registry)
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,346 @@
+"""The request model: what an engine asks, what people answer, and what the store keeps."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+MAX_TEXT = 20_000
+MAX_CONTEXT_DEPTH = 16
+ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+
+
+class QuestionKind(StrEnum):
+    confirm = "confirm"
+    choice = "choice"
+    multi_choice = "multi_choice"
+    text = "text"
+    secret = "secret"
+    form = "form"
+    edit = "edit"
+
+
+class RequestState(StrEnum):
+    pending = "pending"
+    posted = "posted"
+    answered = "answered"
+    delivered = "delivered"
+    expired = "expired"
+    cancelled = "cancelled"
+    failed = "failed"
+
+
+OPEN_STATES = frozenset({RequestState.pending, RequestState.posted})
+CLOSED_STATES = frozenset(set(RequestState) - OPEN_STATES)
+
+
+class InvalidAnswer(ValueError):
+    """An answer value does not fit its question (wrong type, unknown option, missing field)."""
+
+    def __init__(self, question_id: str, reason: str) -> None:
+        super().__init__(f"question {question_id!r}: {reason}")
+        self.question_id = question_id
+        self.reason = reason
+
+
+class FormField(BaseModel):
+    """One input of a `form` question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=ID_PATTERN)
+    label: str = Field(default="", max_length=500)
+    required: bool = True
+    multiline: bool = False
+    options: list[str] = Field(default_factory=list, max_length=100)
+
+
+class Question(BaseModel):
+    """One thing to ask; `kind` decides how it is shown and what a valid answer is."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(default="answer", pattern=ID_PATTERN)
+    kind: QuestionKind = QuestionKind.text
+    prompt: str = Field(min_length=1, max_length=MAX_TEXT)
+    options: list[str] = Field(default_factory=list, max_length=100)
+    fields: list[FormField] = Field(default_factory=list, max_length=50)
+    default: Any = None
+    required: bool = True
+    help_text: str = Field(default="", max_length=MAX_TEXT)
+
+    @field_validator("options")
+    @classmethod
+    def _options_are_short_and_unique(cls, options: list[str]) -> list[str]:
+        for option in options:
+            if not option or len(option) > 200:
+                raise ValueError("each option must be 1-200 characters")
+        if len(set(options)) != len(options):
+            raise ValueError("options must be unique")
+        return options
+
+    @model_validator(mode="after")
+    def _kind_needs(self) -> Question:
+        if self.kind in (QuestionKind.choice, QuestionKind.multi_choice) and not self.options:
+            raise ValueError(f"a {self.kind} question needs at least one option")
+        if self.kind is QuestionKind.form and not self.fields:
+            raise ValueError("a form question needs at least one field")
+        if self.kind is QuestionKind.edit and self.default is not None:
+            if not isinstance(self.default, dict | list):
+                raise ValueError("an edit question's default must be a JSON object or list")
+        return self
+
+    def validate_answer(self, value: Any) -> Any:
+        """Return the normalised answer value, or raise InvalidAnswer."""
+        qid = self.id
+        if value is None or value == "" or value == [] or value == {}:
+            if self.required and self.kind not in (QuestionKind.multi_choice,):
+                raise InvalidAnswer(qid, "an answer is required")
+        kind = self.kind
+        if kind is QuestionKind.confirm:
+            if isinstance(value, bool):
+                return "yes" if value else "no"
+            text = str(value).strip().lower()
+            if text in ("yes", "y", "approve", "approved", "true", "ok"):
+                return "yes"
+            if text in ("no", "n", "reject", "rejected", "false", "deny"):
+                return "no"
+            raise InvalidAnswer(qid, f"expected yes or no, got {str(value)[:40]!r}")
+        if kind is QuestionKind.choice:
+            if not isinstance(value, str) or value not in self.options:
+                raise InvalidAnswer(qid, f"expected one of {self.options}")
+            return value
+        if kind is QuestionKind.multi_choice:
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise InvalidAnswer(qid, "expected a list of options")
+            unknown = [v for v in value if v not in self.options]
+            if unknown:
+                raise InvalidAnswer(qid, f"unknown options {unknown}; expected some of {self.options}")
+            if self.required and not value:
+                raise InvalidAnswer(qid, "choose at least one option")
+            return [o for o in self.options if o in value]
+        if kind in (QuestionKind.text, QuestionKind.secret):
+            if not isinstance(value, str):
+                raise InvalidAnswer(qid, "expected a string")
+            if len(value) > MAX_TEXT:
+                raise InvalidAnswer(qid, f"longer than {MAX_TEXT} characters")
+            return value
+        if kind is QuestionKind.form:
+            if isinstance(value, str):
+                value = _parse_json(qid, value)
+            if not isinstance(value, dict):
+                raise InvalidAnswer(qid, "expected an object with one value per field")
+            known = {f.name for f in self.fields}
+            extra = set(value) - known
+            if extra:
+                raise InvalidAnswer(qid, f"unknown fields {sorted(extra)}")
+            out: dict[str, Any] = {}
+            for f in self.fields:
+                v = value.get(f.name)
+                if v is None or v == "":
+                    if f.required:
+                        raise InvalidAnswer(qid, f"field {f.name!r} is required")
+                    continue
+                if not isinstance(v, str | int | float | bool):
+                    raise InvalidAnswer(qid, f"field {f.name!r} must be a plain value")
+                if f.options and str(v) not in f.options:
+                    raise InvalidAnswer(qid, f"field {f.name!r} must be one of {f.options}")
+                out[f.name] = v
+            return out
+        # edit
+        if isinstance(value, str):
+            value = _parse_json(qid, value)
+        if not isinstance(value, dict | list):
+            raise InvalidAnswer(qid, "expected a JSON object")
+        if _depth(value) > MAX_CONTEXT_DEPTH:
+            raise InvalidAnswer(qid, "nested too deeply")
+        return value
+
+
+def _parse_json(qid: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidAnswer(qid, f"not valid JSON: {exc}") from None
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_CONTEXT_DEPTH:
+        return level
+    if isinstance(value, dict):
+        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
+class Callback(BaseModel):
+    """Where the outcome is POSTed, signed with HMAC-SHA256 using `secret`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(pattern=r"^https?://", max_length=2000)
+    secret: str = Field(min_length=16, max_length=256)
+
+
+class RequestIn(BaseModel):
+    """What an engine submits (the native model of DESIGN §3)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    external_id: str | None = Field(default=None, max_length=200)
+    title: str = Field(min_length=1, max_length=500)
+    description: str = Field(default="", max_length=MAX_TEXT)
+    engine: str | None = Field(default=None, max_length=100)
+    workspace: str | None = Field(default=None, max_length=1000)
+    run_id: str | None = Field(default=None, max_length=200)
+    agent: str | None = Field(default=None, max_length=500)
+    tool: str | None = Field(default=None, max_length=200)
+    context: dict[str, Any] = Field(default_factory=dict)
+    labels: dict[str, str] = Field(default_factory=dict)
+    questions: list[Question] = Field(min_length=1, max_length=50)
+    responders: list[str] = Field(default_factory=list, max_length=200)
+    timeout_s: float | None = Field(default=None, gt=0)
+    deadline: datetime | None = None
+    callback: Callback | None = None
+
+    @field_validator("context")
+    @classmethod
+    def _context_not_too_deep(cls, context: dict[str, Any]) -> dict[str, Any]:
+        if _depth(context) > MAX_CONTEXT_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_CONTEXT_DEPTH} levels")
+        return context
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_are_small(cls, labels: dict[str, str]) -> dict[str, str]:
+        if len(labels) > 50 or any(len(k) > 100 or len(v) > 500 for k, v in labels.items()):
+            raise ValueError("at most 50 labels, keys ≤ 100 and values ≤ 500 characters")
+        return labels
+
+    @field_validator("deadline")
+    @classmethod
+    def _deadline_is_aware(cls, deadline: datetime | None) -> datetime | None:
+        if deadline is not None and deadline.tzinfo is None:
+            raise ValueError("deadline needs a timezone (use UTC, e.g. 2026-01-01T12:00:00Z)")
+        return deadline
+
+    @model_validator(mode="after")
+    def _question_ids_unique(self) -> RequestIn:
+        ids = [q.id for q in self.questions]
+        if len(set(ids)) != len(ids):
+            raise ValueError("question ids must be unique")
+        return self
+
+
+class Responder(BaseModel):
+    """Who acted: platform (`slack`, `telegram`, `web`, `cli`, `api`, `timeout`) and user id."""
+
+    platform: str
+    user_id: str
+    name: str = ""
+
+    @property
+    def display(self) -> str:
+        return self.name or self.user_id
+
+    @property
+    def key(self) -> str:
+        return f"{self.platform}:{self.user_id}"
+
+
+class Answer(BaseModel):
+    """The final answer: one value per question, who gave it, when and through which channel."""
+
+    values: dict[str, Any]
+    responder: Responder
+    via: str
+    answered_at: datetime
+    reason: str | None = None
+
+
+class Request(RequestIn):
+    """A stored request: what came in plus routing and state."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    source: str = "webhook"
+    format: Literal["native", "structured"] = "native"
+    source_ref: dict[str, Any] = Field(default_factory=dict)
+    state: RequestState = RequestState.pending
+    route: str = "default"
+    targets: list[str] = Field(default_factory=list)
+    created_at: datetime
+    updated_at: datetime
+    answer: Answer | None = None
+    error: str | None = None
+    escalation_level: int = 0
+    reminders_sent: int = 0
+    next_reminder_at: datetime | None = None
+    next_escalation_at: datetime | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in OPEN_STATES
+
+    @property
+    def secret_question_ids(self) -> set[str]:
+        return {q.id for q in self.questions if q.kind is QuestionKind.secret}
+
+    def question(self, question_id: str) -> Question | None:
+        return next((q for q in self.questions if q.id == question_id), None)
+
+    def redacted_answer(self) -> dict[str, Any] | None:
+        """The answer values with every secret replaced by a marker: safe to show and log."""
+        if self.answer is None:
+            return None
+        secret = self.secret_question_ids
+        return {k: ("[secret]" if k in secret else v) for k, v in self.answer.values.items()}
+
+
+class Event(BaseModel):
+    """One line of a request's audit trail."""
+
+    id: int
+    request_id: str
+    at: datetime
+    kind: str
+    actor: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class Post(BaseModel):
+    """A copy of a request shown on a channel (kept so every copy can be updated later)."""
+
+    request_id: str
+    channel: str
+    target: str
+    ref: dict[str, Any] = Field(default_factory=dict)
+    ok: bool = True
+    error: str | None = None
+    at: datetime
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_request_id() -> str:
+    """Sortable, unguessable: milliseconds since epoch in base32 plus 10 random characters."""
+    alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+    ms = int(time.time() * 1000)
+    head = ""
+    for _ in range(9):
+        head = alphabet[ms & 31] + head
+        ms >>= 5
+    tail = "".join(secrets.choice(alphabet) for _ in range(10))
+    return f"r_{head}{tail}"

@@ -1,0 +1,176 @@
+"""Durable write-back: every outcome goes through the store's outbox until the engine has it.
+
+Delivery starts the moment an answer is committed (`kick`), not on a polling tick; failures
+are retried with exponential backoff and jitter until `delivery.give_up_after`, then the
+request is marked `failed` with the last error. Entries survive restarts (they are rows).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from datetime import timedelta
+from typing import Any
+
+from bridge.config import DeliverySettings
+from bridge.crypto import SecretLost
+from bridge.models import Answer, Request, RequestState
+from bridge.ports import Clock, DeliveryError, Outcome
+from bridge.service import BridgeService
+from bridge.store.base import OutboxItem, Store
+
+log = logging.getLogger("hitl_bridge.outbox")
+
+NOT_KEPT = "[not kept]"
+
+
+class Outbox:
+    def __init__(self, service: BridgeService, settings: DeliverySettings) -> None:
+        self.service = service
+        self.store: Store = service.store
+        self.clock: Clock = service.clock
+        self.settings = settings
+        self._wake = asyncio.Event()
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self.delivered = 0
+        self.retried = 0
+        self.dead = 0
+        service.on_answered.append(lambda _request: self.kick())
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Deliver due entries until cancelled."""
+        lease = self.settings.timeout.total_seconds() + 30
+        try:
+            while True:
+                self._wake.clear()
+                await self._slots.acquire()
+                self._slots.release()
+                items = await self.store.claim_due(self.clock.now(), limit=self.settings.concurrency, lease_s=lease)
+                for item in items:
+                    await self._slots.acquire()
+                    task = asyncio.create_task(self._deliver_guarded(item))
+                    self._inflight.add(task)
+                    task.add_done_callback(self._inflight.discard)
+                if items:
+                    continue
+                next_due = await self.store.next_outbox_due()
+                wait = 1.0  # safety net: entries added by another process (CLI, replica)
+                if next_due is not None:
+                    wait = max(0.0, min(wait, (next_due - self.clock.now()).total_seconds()))
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                except TimeoutError:
+                    pass
+        finally:
+            for task in list(self._inflight):
+                task.cancel()
+
+    async def _deliver_guarded(self, item: OutboxItem) -> None:
+        try:
+            await self.deliver(item)
+        except Exception:
+            log.exception("outbox entry %s crashed", item.id)
+        finally:
+            self._slots.release()
+
+    async def deliver(self, item: OutboxItem) -> None:
+        request = await self.store.get_request(item.request_id)
+        if request is None:
+            await self.store.outbox_dead(item.id, error="request no longer exists")
+            return
+        source = self.service.sources.get(request.source)
+        try:
+            if source is None:
+                raise DeliveryError(f"no source named {request.source!r} is configured", permanent=True)
+            outcome = Outcome(request=request, state=item.state, answer=self._open_answer(request))
+            await asyncio.wait_for(source.deliver(outcome), timeout=self.settings.timeout.total_seconds())
+        except asyncio.CancelledError:
+            raise
+        except (Exception, TimeoutError) as exc:
+            await self._failed(item, request, exc)
+            return
+        await self._succeeded(item, request)
+
+    def _open_answer(self, request: Request) -> Answer | None:
+        if request.answer is None:
+            return None
+        try:
+            values = {k: self.service.secrets.open(v) for k, v in request.answer.values.items()}
+        except SecretLost as exc:
+            raise DeliveryError(str(exc), permanent=True) from None
+        if any(v == NOT_KEPT for k, v in values.items() if k in request.secret_question_ids):
+            raise DeliveryError("the secret answer was not kept after its first delivery; ask again",
+                                permanent=True)
+        return request.answer.model_copy(update={"values": values})
+
+    async def _succeeded(self, item: OutboxItem, request: Request) -> None:
+        now = self.clock.now()
+        await self.store.outbox_done(item.id)
+        self.delivered += 1
+        closed = {RequestState.answered, RequestState.expired}
+        if request.state in closed and request.answer is not None:
+            updated = await self.store.transition(
+                request.id, closed, RequestState.delivered,
+                event=self.service._event(request.id, "delivered", request.source, outcome=item.state,
+                                          attempts=item.attempts + 1),
+                now=now,
+            )
+        else:
+            await self.store.add_event(request.id, "delivered", request.source,
+                                       {"outcome": item.state, "attempts": item.attempts + 1}, now)
+            updated = None
+        if not self.service.secrets.persistent and request.answer and request.secret_question_ids:
+            values = {k: (NOT_KEPT if k in request.secret_question_ids else v)
+                      for k, v in request.answer.values.items()}
+            await self.store.update_request(
+                request.id, now=now, answer=request.answer.model_copy(update={"values": values})
+            )
+        if updated is not None:
+            self.service.changes.publish(updated)
+
+    async def _failed(self, item: OutboxItem, request: Request, exc: BaseException) -> None:
+        now = self.clock.now()
+        error = str(exc) or type(exc).__name__
+        if isinstance(exc, TimeoutError):
+            error = f"no reply within {self.settings.timeout.total_seconds():g} s"
+        permanent = isinstance(exc, DeliveryError) and exc.permanent
+        attempts = item.attempts + 1
+        age = now - item.created_at
+        if permanent or age >= self.settings.give_up_after:
+            self.dead += 1
+            await self.store.outbox_dead(item.id, error=error)
+            why = "permanent error" if permanent else f"gave up after {attempts} attempts"
+            log.warning("delivery of %s failed for good (%s): %s", request.id, why, error)
+            updated = await self.store.transition(
+                request.id, {RequestState.answered, RequestState.expired}, RequestState.failed,
+                event=self.service._event(request.id, "delivery_failed", request.source,
+                                          error=error, attempts=attempts, final=True),
+                error=f"delivery failed: {error}", now=now,
+            )
+            if updated is None:
+                await self.store.add_event(request.id, "delivery_failed", request.source,
+                                           {"error": error, "attempts": attempts, "final": True}, now)
+            else:
+                self.service.changes.publish(updated)
+            return
+        self.retried += 1
+        delay = self.backoff(attempts)
+        due = min(now + delay, item.created_at + self.settings.give_up_after)
+        await self.store.outbox_retry(item.id, attempts=attempts, due_at=due, error=error)
+        await self.store.add_event(request.id, "delivery_retry", request.source,
+                                   {"error": error, "attempts": attempts, "next_at": due.isoformat()}, now)
+        log.info("delivery of %s failed (attempt %d), retrying in %.1fs: %s",
+                 request.id, attempts, delay.total_seconds(), error)
+
+    def backoff(self, attempts: int) -> timedelta:
+        base = self.settings.first_retry.total_seconds() * (2 ** min(attempts - 1, 30))
+        capped = min(base, self.settings.max_backoff.total_seconds())
+        return timedelta(seconds=capped * random.uniform(0.8, 1.2))
+
+
+__all__ = ["Outbox"]

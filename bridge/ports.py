@@ -1,0 +1,156 @@
+"""The three ports through which the core talks to every edge: Source, Channel, Store.
+
+Adapters implement these; the core imports no adapter code. An adapter is built by a
+factory registered by name (see `bridge.registry`) from its section of the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from bridge.models import Answer, Request, RequestIn, Responder
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
+    from bridge.store.base import Store
+
+
+class DeliveryError(Exception):
+    """Write-back failed; the outbox retries with backoff. `permanent` stops the retries."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a source writes back: the final state and, when there is one, the answer.
+
+    `answer.values` holds secrets in clear here (decrypted for delivery only).
+    """
+
+    request: Request
+    state: str  # "answered" | "expired" | "cancelled"
+    answer: Answer | None = None
+
+
+class RequestSink(Protocol):
+    """What a source feeds: the bridge core."""
+
+    async def submit(
+        self,
+        request: RequestIn,
+        *,
+        source: str,
+        source_ref: dict[str, Any] | None = None,
+        format: str = "native",
+    ) -> tuple[Request, bool]:
+        """Store (or find, by `external_id`) a request; True when it was new."""
+        ...
+
+    async def withdraw(self, source: str, external_id: str, reason: str) -> Request | None:
+        """The engine no longer waits (answered elsewhere, run deleted): cancel if open."""
+        ...
+
+
+class BridgeAPI(RequestSink, Protocol):
+    """What a channel calls when a person acts."""
+
+    store: Store
+
+    async def answer(
+        self,
+        request_id: str,
+        responder: Responder,
+        values: dict[str, Any],
+        *,
+        via: str,
+        reason: str | None = None,
+    ) -> Request:
+        """Record an answer. Raises bridge.errors.* (NotFound, AlreadyClosed, NotAllowed,
+        InvalidAnswer) with messages fit to show the person."""
+        ...
+
+    async def cancel(self, request_id: str, *, actor: str, reason: str = "") -> Request: ...
+
+    async def get(self, request_id: str) -> Request | None: ...
+
+    async def is_allowed(self, request: Request, responder: Responder, *, via: str) -> bool:
+        """True when `responder` may answer `request`: its responders list is empty, names
+        them (`slack:U123`, `telegram:42`), or names a group a channel resolves
+        (`Channel.is_member`). Answers through `api`, `cli`, `web`, `timeout` are trusted."""
+        ...
+
+    async def note(self, request_id: str, kind: str, actor: str, data: dict[str, Any]) -> None:
+        """Append an audit event (refusals, post failures, ...)."""
+        ...
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Finds or receives requests from one kind of engine, and writes the answer back."""
+
+    name: str
+
+    async def run(self, sink: RequestSink) -> None:
+        """Feed requests to `sink` until cancelled. Sources that only receive over HTTP
+        may return at once."""
+        ...
+
+    async def deliver(self, outcome: Outcome) -> None:
+        """Write the outcome back to the engine. Raise DeliveryError to retry later."""
+        ...
+
+    def http_routes(self) -> Sequence[BaseRoute]:
+        """Routes mounted in the bridge's HTTP app (may be empty)."""
+        ...
+
+
+@dataclass
+class PostResult:
+    """What a channel reports for one target: its message reference, or why it failed."""
+
+    target: str
+    ref: dict[str, Any] = field(default_factory=dict)
+    ok: bool = True
+    error: str | None = None
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """Shows requests to people and reports what they did through `BridgeAPI.answer`."""
+
+    name: str
+    prefixes: tuple[str, ...]  # target prefixes it owns, e.g. ("slack:",) or ("web",)
+
+    async def start(self, bridge: BridgeAPI) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+        """Show `request` on each target. Never raises for one bad target: report it."""
+        ...
+
+    async def update(self, request: Request) -> None:
+        """Bring every copy of `request` up to date (answered, expired, escalated, votes)."""
+        ...
+
+    async def remind(self, request: Request, targets: Sequence[str]) -> None:
+        """Nudge the people on `targets` about an open request."""
+        ...
+
+    def http_routes(self) -> Sequence[BaseRoute]: ...
+
+    def owns(self, target: str) -> bool: ...
+
+    # Optional: `async def is_member(self, entry: str, responder: Responder) -> bool`
+    # resolves group entries of `responders` such as `slack:@oncall-group`.
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...

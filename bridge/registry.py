@@ -1,0 +1,121 @@
+"""Adapters by name: the config says `type: delta` or has a `slack:` section; this maps
+those names to factories, so the core never imports adapter code directly.
+
+A factory is `build(section: dict, ctx: AdapterContext) -> Source | Channel`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from bridge.config import Settings
+from bridge.errors import ConfigError
+from bridge.ports import Channel, Clock, Source
+from bridge.store.base import Store
+
+SOURCES: dict[str, str] = {
+    "webhook": "adapters.webhook:build_source",
+    "delta": "adapters.delta:build_source",
+    "langgraph": "adapters.langgraph:build_source",
+    "teal": "adapters.teal:build_source",
+    "mastra": "adapters.mastra:build_source",
+    "agentworld": "adapters.agentworld:build_source",
+}
+
+CHANNELS: dict[str, str] = {
+    "web": "adapters.web:build_channel",
+    "slack": "adapters.slack:build_channel",
+    "telegram": "adapters.telegram:build_channel",
+}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass
+class AdapterContext:
+    """What an adapter factory gets besides its own config section."""
+
+    settings: Settings
+    store: Store
+    clock: Clock
+    key: str  # where its section sits in the config, e.g. "sources[0]" or "slack"
+    data_dir: Path = field(default_factory=lambda: Path(".hitl-bridge"))
+
+    def parse(self, model: type[M], section: dict[str, Any]) -> M:
+        """Validate `section` with `model`; a failure becomes a ConfigError naming the key."""
+        try:
+            return model.model_validate(section)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            reason = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                reason = "unknown key (check the spelling)"
+            raise ConfigError(self.settings.origin, f"{self.key}.{loc}" if loc else self.key, reason) from None
+
+    def error(self, key: str, reason: str) -> ConfigError:
+        return ConfigError(self.settings.origin, f"{self.key}.{key}" if key else self.key, reason)
+
+
+def _factory(table: dict[str, str], name: str, origin: str, key: str) -> Callable[..., Any]:
+    target = table.get(name)
+    if target is None:
+        raise ConfigError(origin, key, f"unknown type {name!r}; known: {', '.join(sorted(table))}")
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ConfigError(origin, key, f"{name!r} is not available in this build") from None
+        raise
+    factory: Callable[..., Any] | None = getattr(module, attr, None)
+    if factory is None:
+        raise ConfigError(origin, key, f"{name!r} is not available in this build")
+    return factory
+
+
+def build_sources(
+    settings: Settings, store: Store, clock: Clock, *, optional: frozenset[str] = frozenset()
+) -> list[Source]:
+    sources: list[Source] = []
+    names: set[str] = set()
+    for i, section in enumerate(settings.sources):
+        key = f"sources[{i}]"
+        kind = section["type"]
+        try:
+            factory = _factory(SOURCES, kind, settings.origin, f"{key}.type")
+        except ConfigError:
+            if kind in optional:
+                continue
+            raise
+        body = {k: v for k, v in section.items() if k != "type"}
+        ctx = AdapterContext(settings, store, clock, key, settings.data_dir)
+        source: Source = factory(body, ctx)
+        if source.name in names:
+            raise ConfigError(settings.origin, f"{key}.name",
+                              f"two sources are named {source.name!r}: give each a distinct `name`")
+        names.add(source.name)
+        sources.append(source)
+    return sources
+
+
+def build_channels(settings: Settings, store: Store, clock: Clock) -> list[Channel]:
+    channels: list[Channel] = []
+    for name in ("web", "slack", "telegram"):
+        section = getattr(settings, name)
+        if section is None:
+            continue
+        if name in ("slack", "telegram") and not section.get("bot_token"):
+            continue  # switched on by its token only (an unset ${SLACK_BOT_TOKEN} leaves it off)
+        if name == "web" and section.get("enabled") is False:
+            continue
+        factory = _factory(CHANNELS, name, settings.origin, name)
+        ctx = AdapterContext(settings, store, clock, name, settings.data_dir)
+        channels.append(factory(dict(section), ctx))
+    return channels

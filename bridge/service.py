@@ -1,0 +1,407 @@
+"""The bridge core: the request state machine, between sources, store, channels and outbox."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Sequence
+from typing import Any
+
+from bridge.config import Route
+from bridge.crypto import SecretBox
+from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound
+from bridge.models import (
+    OPEN_STATES,
+    Answer,
+    Event,
+    InvalidAnswer,
+    Post,
+    QuestionKind,
+    Request,
+    RequestIn,
+    RequestState,
+    Responder,
+    new_request_id,
+)
+from bridge.notify import ChangeFeed
+from bridge.ports import Channel, Clock, PostResult, Source
+from bridge.router import Router
+from bridge.store.base import Store, Vote
+from bridge.timers import initial_timers
+
+log = logging.getLogger("hitl_bridge")
+
+TRUSTED_VIAS = frozenset({"api", "cli", "web", "timeout"})
+
+
+class BridgeService:
+    """Implements RequestSink and BridgeAPI (bridge.ports)."""
+
+    def __init__(
+        self,
+        store: Store,
+        router: Router,
+        secrets: SecretBox,
+        clock: Clock,
+        channels: Sequence[Channel] = (),
+        sources: dict[str, Source] | None = None,
+    ) -> None:
+        self.store = store
+        self.router = router
+        self.secrets = secrets
+        self.clock = clock
+        self.channels = list(channels)
+        self.sources: dict[str, Source] = dict(sources or {})
+        self.changes = ChangeFeed()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
+
+    # helpers ----------------------------------------------------------------------------
+    def background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
+        """Run `coro` after the caller is acknowledged; log (never raise) its failure."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("background %s failed", what)
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for background work (posts, updates) to finish (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _event(self, request_id: str, kind: str, actor: str = "", **data: Any) -> Event:
+        return Event(id=0, request_id=request_id, at=self.clock.now(), kind=kind, actor=actor, data=data)
+
+    def channel_for(self, target: str) -> Channel | None:
+        return next((c for c in self.channels if c.owns(target)), None)
+
+    def route_of(self, request: Request) -> Route:
+        return self.router.get(request.route)
+
+    # RequestSink ------------------------------------------------------------------------
+    async def submit(
+        self,
+        request: RequestIn,
+        *,
+        source: str,
+        source_ref: dict[str, Any] | None = None,
+        format: str = "native",
+    ) -> tuple[Request, bool]:
+        now = self.clock.now()
+        stored = Request(
+            **request.model_dump(),
+            id=new_request_id(),
+            source=source,
+            format="structured" if format == "structured" else "native",
+            source_ref=source_ref or {},
+            created_at=now,
+            updated_at=now,
+        )
+        route = self.router.choose(stored)
+        stored.route = route.name or "default"
+        stored.targets = list(route.notify)
+        if not stored.responders:
+            stored.responders = list(route.responders)
+        initial_timers(stored, route, now)
+        event = self._event(
+            stored.id, "created", source, route=stored.route, targets=stored.targets,
+            external_id=stored.external_id,
+        )
+        saved, created = await self.store.create_request(stored, event)
+        if created:
+            self.changes.publish(saved)
+            self.background(self.post(saved, saved.targets), f"post {saved.id}")
+        return saved, created
+
+    async def withdraw(self, source: str, external_id: str, reason: str) -> Request | None:
+        request = await self.store.find_by_external_id(source, external_id)
+        if request is None or not request.is_open:
+            return request
+        return await self._close(request.id, RequestState.cancelled, "withdrawn", source, reason=reason,
+                                 deliver=False)
+
+    # posting ----------------------------------------------------------------------------
+    async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+        """Show `request` on `targets` (grouped by channel); record every copy."""
+        by_channel: dict[int, list[str]] = {}
+        results: list[PostResult] = []
+        for target in targets:
+            channel = self.channel_for(target)
+            if channel is None:
+                results.append(PostResult(target=target, ok=False,
+                                          error="no channel configured for this target"))
+                continue
+            by_channel.setdefault(id(channel), []).append(target)
+        for channel in self.channels:
+            group = by_channel.get(id(channel))
+            if not group:
+                continue
+            try:
+                results.extend(await channel.post(request, group))
+            except Exception as exc:  # a channel bug must not lose the request
+                log.exception("channel %s failed to post %s", channel.name, request.id)
+                results.extend(PostResult(target=t, ok=False, error=f"{type(exc).__name__}: {exc}")
+                               for t in group)
+        now = self.clock.now()
+        for result in results:
+            channel = self.channel_for(result.target)
+            await self.store.add_post(Post(
+                request_id=request.id, channel=channel.name if channel else "-", target=result.target,
+                ref=result.ref, ok=result.ok, error=result.error, at=now,
+            ))
+        ok = [r.target for r in results if r.ok]
+        failed = {r.target: r.error for r in results if not r.ok}
+        if failed:
+            await self.store.add_event(request.id, "post_failed", "", {"targets": failed}, now)
+        if ok:
+            updated = await self.store.transition(
+                request.id, {RequestState.pending}, RequestState.posted,
+                event=self._event(request.id, "posted", "", targets=ok), now=now,
+            )
+            if updated is None:  # already posted earlier (escalation) or closed meanwhile
+                await self.store.add_event(request.id, "posted", "", {"targets": ok}, now)
+                current = await self.store.get_request(request.id)
+                if current is not None and not current.is_open:
+                    self.background(self.update_channels(current), f"update {request.id}")
+            else:
+                self.changes.publish(updated)
+        return results
+
+    async def update_channels(self, request: Request) -> None:
+        """Bring every copy of `request` up to date on every channel that showed it."""
+        posts = await self.store.list_posts(request.id)
+        names = {p.channel for p in posts if p.ok}
+        for channel in self.channels:
+            if channel.name in names:
+                try:
+                    await channel.update(request)
+                except Exception:
+                    log.exception("channel %s failed to update %s", channel.name, request.id)
+
+    async def repost_pending(self) -> int:
+        """At start: post requests stored but never shown (a crash between store and post)."""
+        pending = await self.store.list_requests(states=[RequestState.pending], limit=10_000)
+        for request in pending:
+            posts = await self.store.list_posts(request.id)
+            shown = {p.target for p in posts if p.ok}
+            missing = [t for t in request.targets if t not in shown]
+            if missing:
+                self.background(self.post(request, missing), f"repost {request.id}")
+        return len(pending)
+
+    # BridgeAPI --------------------------------------------------------------------------
+    async def get(self, request_id: str) -> Request | None:
+        return await self.store.get_request(request_id)
+
+    async def note(self, request_id: str, kind: str, actor: str, data: dict[str, Any]) -> None:
+        await self.store.add_event(request_id, kind, actor, data, self.clock.now())
+
+    async def is_allowed(self, request: Request, responder: Responder, *, via: str) -> bool:
+        if via in TRUSTED_VIAS or not request.responders:
+            return True
+        if responder.key in request.responders:
+            return True
+        for entry in request.responders:
+            channel = self.channel_for(entry)
+            is_member = getattr(channel, "is_member", None)
+            if is_member is not None and entry.startswith(responder.platform + ":"):
+                try:
+                    if await is_member(entry, responder):
+                        return True
+                except Exception:
+                    log.exception("resolving responders entry %s failed", entry)
+        return False
+
+    def validate(self, request: Request, values: dict[str, Any]) -> dict[str, Any]:
+        """Normalise values against the questions; raise AnswerRejected naming the question."""
+        if not isinstance(values, dict):
+            raise AnswerRejected("answer values must be an object keyed by question id")
+        unknown = set(values) - {q.id for q in request.questions}
+        if unknown:
+            raise AnswerRejected(f"unknown question ids {sorted(unknown)}; "
+                                 f"expected {[q.id for q in request.questions]}")
+        out: dict[str, Any] = {}
+        for question in request.questions:
+            value = values.get(question.id)
+            if value is None and not question.required:
+                continue
+            try:
+                out[question.id] = question.validate_answer(value)
+            except InvalidAnswer as exc:
+                raise AnswerRejected(str(exc)) from None
+        return out
+
+    async def answer(
+        self,
+        request_id: str,
+        responder: Responder,
+        values: dict[str, Any],
+        *,
+        via: str,
+        reason: str | None = None,
+    ) -> Request:
+        request = await self.store.get_request(request_id)
+        if request is None:
+            raise NotFound(request_id)
+        if not request.is_open:
+            raise self._closed(request)
+        if not await self.is_allowed(request, responder, via=via):
+            await self.note(request_id, "refused", responder.key,
+                            {"name": responder.name, "via": via, "reason": "not in responders"})
+            raise NotAllowed(responder.display)
+        clean = self.validate(request, values)
+        quorum = self.route_of(request).quorum
+        if quorum > 1 and via != "timeout":
+            decided = await self._vote(request, responder, clean, quorum, via)
+            if decided is None:
+                current = await self.store.get_request(request_id)
+                assert current is not None
+                self.changes.publish(current)
+                self.background(self.update_channels(current), f"update {request_id}")
+                return current
+        return await self._record(request, responder, clean, via=via, reason=reason)
+
+    async def _vote(self, request: Request, responder: Responder, clean: dict[str, Any],
+                    quorum: int, via: str) -> bool | None:
+        """Record one vote. True: final (quorum met or a rejection); None: still open."""
+        import json
+
+        rejection = any(q.kind is QuestionKind.confirm and clean.get(q.id) == "no" for q in request.questions)
+        value = json.dumps(self._redact(request, clean), sort_keys=True)
+        now = self.clock.now()
+        first = await self.store.add_vote(Vote(request.id, responder.key, value, responder.display, now))
+        await self.note(request.id, "vote" if first else "duplicate_vote", responder.key,
+                        {"name": responder.name, "via": via, "value": self._redact(request, clean)})
+        if rejection and first:
+            return True
+        votes = await self.store.list_votes(request.id)
+        same = [v for v in votes if v.value == value]
+        return True if len(same) >= quorum and not rejection else None
+
+    def _redact(self, request: Request, values: dict[str, Any]) -> dict[str, Any]:
+        secret = request.secret_question_ids
+        return {k: ("[secret]" if k in secret else v) for k, v in values.items()}
+
+    async def _record(self, request: Request, responder: Responder, clean: dict[str, Any], *,
+                      via: str, reason: str | None,
+                      to_state: RequestState = RequestState.answered) -> Request:
+        now = self.clock.now()
+        sealed = {k: (self.secrets.seal(v) if k in request.secret_question_ids else v)
+                  for k, v in clean.items()}
+        answer = Answer(values=sealed, responder=responder, via=via, answered_at=now, reason=reason)
+        event = self._event(request.id, "answered" if to_state is RequestState.answered else "expired",
+                            responder.key, name=responder.name, via=via,
+                            values=self._redact(request, clean), reason=reason)
+        updated = await self.store.transition(
+            request.id, OPEN_STATES, to_state, event=event, answer=answer,
+            enqueue=to_state.value, now=now,
+        )
+        if updated is None:
+            current = await self.store.get_request(request.id)
+            raise self._closed(current or request)
+        self._after_close(updated)
+        return updated
+
+    def _closed(self, request: Request) -> AlreadyClosed:
+        by = request.answer.responder.display if request.answer else None
+        at = request.answer.answered_at if request.answer else None
+        return AlreadyClosed(request.id, request.state.value, by, at)
+
+    def _after_close(self, request: Request) -> None:
+        for hook in self.on_answered:
+            hook(request)
+        self.changes.publish(request)
+        self.background(self.update_channels(request), f"update {request.id}")
+
+    async def cancel(self, request_id: str, *, actor: str, reason: str = "") -> Request:
+        return await self._close(request_id, RequestState.cancelled, "cancelled", actor, reason=reason)
+
+    async def expire(self, request_id: str, *, reason: str = "deadline passed") -> Request:
+        """The last deadline passed and the route says fail: the engine gets a failure."""
+        return await self._close(request_id, RequestState.expired, "expired", "timeout", reason=reason)
+
+    async def answer_on_timeout(self, request_id: str, value: Any) -> Request:
+        """Apply `on_timeout: {answer: ...}`: recorded as answered by `timeout`."""
+        request = await self.store.get_request(request_id)
+        if request is None:
+            raise NotFound(request_id)
+        if not request.is_open:
+            raise self._closed(request)
+        values = {q.id: value for q in request.questions}
+        clean = self.validate(request, values)
+        return await self._record(request, Responder(platform="timeout", user_id="timeout", name="timeout"),
+                                  clean, via="timeout", reason="deadline passed",
+                                  to_state=RequestState.expired)
+
+    async def _close(self, request_id: str, state: RequestState, kind: str, actor: str, *,
+                     reason: str, deliver: bool = True) -> Request:
+        now = self.clock.now()
+        updated = await self.store.transition(
+            request_id, OPEN_STATES, state,
+            event=self._event(request_id, kind, actor, reason=reason),
+            error=reason or None, enqueue=state.value if deliver else None, now=now,
+        )
+        if updated is None:
+            current = await self.store.get_request(request_id)
+            if current is None:
+                raise NotFound(request_id)
+            raise self._closed(current)
+        self._after_close(updated)
+        return updated
+
+    async def redeliver(self, request_id: str, *, actor: str) -> Request:
+        """Queue the write-back again (after a failed delivery or resume)."""
+        request = await self.store.get_request(request_id)
+        if request is None:
+            raise NotFound(request_id)
+        if request.is_open:
+            raise AnswerRejected("the request is still open: there is nothing to deliver yet")
+        now = self.clock.now()
+        outcome = "answered" if request.answer is not None and request.answer.via != "timeout" else (
+            "expired" if request.answer is not None else request.state.value)
+        if request.state is RequestState.failed and request.answer is None:
+            raise AnswerRejected("the request failed without an answer: nothing to deliver")
+        target_state = RequestState.answered if request.answer and request.answer.via != "timeout" else (
+            RequestState.expired if request.answer else request.state)
+        updated = await self.store.transition(
+            request_id, {request.state}, target_state,
+            event=self._event(request_id, "redeliver", actor), enqueue=outcome, now=now,
+        )
+        if updated is None:
+            raise AnswerRejected("the request changed meanwhile; try again")
+        for hook in self.on_answered:
+            hook(updated)
+        self.changes.publish(updated)
+        return updated
+
+    async def wait_closed(self, request_id: str, wait_s: float) -> Request | None:
+        """Return the request once it is no longer open, or as it is after `wait_s` seconds."""
+        fut = self.changes.waiter(request_id)
+        try:
+            request = await self.store.get_request(request_id)
+            if request is None or not request.is_open:
+                return request
+            deadline = asyncio.get_running_loop().time() + wait_s
+            while True:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    return await self.store.get_request(request_id)
+                # poll the store too: another replica or the CLI may have answered
+                done, _ = await asyncio.wait({fut}, timeout=min(remaining, 1.0))
+                if done and not fut.result().is_open:
+                    return fut.result()
+                if done:
+                    fut = self.changes.waiter(request_id)
+                request = await self.store.get_request(request_id)
+                if request is None or not request.is_open:
+                    return request
+        finally:
+            self.changes.discard(request_id, fut)

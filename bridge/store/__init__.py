@@ -1,0 +1,22 @@
+"""Stores: SQLite by default, PostgreSQL for several replicas."""
+
+from __future__ import annotations
+
+from bridge.store.base import OutboxItem, Store, StoreError, Vote
+
+
+def open_store_from_url(url: str) -> Store:
+    """Build (not yet open) the store that `url` names."""
+    if url.startswith("sqlite:///"):
+        from bridge.store.sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url)
+    if url.startswith(("postgresql://", "postgres://")):
+        from bridge.store.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
+
+        store: Store = PostgresStore(url)
+        return store
+    raise StoreError(f"unsupported store url {url!r}")
+
+
+__all__ = ["OutboxItem", "Store", "StoreError", "Vote", "open_store_from_url"]

@@ -1,0 +1,158 @@
+"""The Store port: one async interface, two implementations (SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bridge.models import Answer, Event, Post, Request, RequestState
+
+
+class StoreError(Exception):
+    """The store could not do what was asked (schema too new, connection lost...)."""
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    id: int
+    request_id: str
+    state: str  # the outcome to deliver: answered | expired | cancelled
+    attempts: int
+    due_at: datetime
+    created_at: datetime
+    last_error: str | None
+    dead: bool
+
+
+@dataclass(frozen=True)
+class Vote:
+    request_id: str
+    voter: str  # responder key "platform:user_id"
+    value: str
+    name: str
+    at: datetime
+
+
+class Store(abc.ABC):
+    """Everything the bridge remembers. Every method is atomic on its own."""
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect and migrate the schema up to date (from an empty database too)."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    # requests -----------------------------------------------------------------------
+    @abc.abstractmethod
+    async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
+        """Insert `request` unless (source, external_id) exists: then return the stored one
+        and False. `event` (its id is ignored) is appended in the same transaction."""
+
+    @abc.abstractmethod
+    async def get_request(self, request_id: str) -> Request | None: ...
+
+    @abc.abstractmethod
+    async def find_by_external_id(self, source: str, external_id: str) -> Request | None: ...
+
+    @abc.abstractmethod
+    async def list_requests(
+        self,
+        *,
+        states: list[RequestState] | None = None,
+        source: str | None = None,
+        route: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Request]:
+        """Newest first."""
+
+    @abc.abstractmethod
+    async def count_by_state(self) -> dict[str, int]: ...
+
+    @abc.abstractmethod
+    async def transition(
+        self,
+        request_id: str,
+        from_states: frozenset[RequestState] | set[RequestState],
+        to_state: RequestState,
+        *,
+        event: Event | None = None,
+        answer: Answer | None = None,
+        error: str | None = None,
+        enqueue: str | None = None,
+        now: datetime,
+    ) -> Request | None:
+        """Compare-and-set: move to `to_state` only when the current state is in
+        `from_states`. Returns the updated request, or None when the state did not match
+        (someone else won). In the same transaction: store `answer`/`error`, append
+        `event`, and when `enqueue` is set add an outbox entry for that outcome."""
+
+    @abc.abstractmethod
+    async def update_request(self, request_id: str, *, now: datetime, **fields: Any) -> Request | None:
+        """Set plain fields (targets, escalation_level, next_reminder_at, answer...)."""
+
+    # audit ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def add_event(self, request_id: str, kind: str, actor: str, data: dict[str, Any], at: datetime) -> None: ...
+
+    @abc.abstractmethod
+    async def list_events(self, request_id: str) -> list[Event]: ...
+
+    # posts (copies of a request on channels) -----------------------------------------
+    @abc.abstractmethod
+    async def add_post(self, post: Post) -> None: ...
+
+    @abc.abstractmethod
+    async def list_posts(self, request_id: str, channel: str | None = None) -> list[Post]: ...
+
+    # outbox -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def enqueue(self, request_id: str, state: str, due_at: datetime) -> int: ...
+
+    @abc.abstractmethod
+    async def claim_due(self, now: datetime, limit: int, lease_s: float) -> list[OutboxItem]:
+        """Items due at `now`, not dead; each claimed item's due_at moves `lease_s` ahead
+        so another worker (replica) does not take it at the same time."""
+
+    @abc.abstractmethod
+    async def outbox_done(self, item_id: int) -> None: ...
+
+    @abc.abstractmethod
+    async def outbox_retry(self, item_id: int, *, attempts: int, due_at: datetime, error: str) -> None: ...
+
+    @abc.abstractmethod
+    async def outbox_dead(self, item_id: int, *, error: str) -> None: ...
+
+    @abc.abstractmethod
+    async def list_outbox(self, *, dead: bool | None = None, request_id: str | None = None) -> list[OutboxItem]: ...
+
+    @abc.abstractmethod
+    async def next_outbox_due(self) -> datetime | None: ...
+
+    # votes (quorum) ---------------------------------------------------------------------
+    @abc.abstractmethod
+    async def add_vote(self, vote: Vote) -> bool:
+        """False when this voter already voted on this request (counted once)."""
+
+    @abc.abstractmethod
+    async def list_votes(self, request_id: str) -> list[Vote]: ...
+
+    # small key/value space for adapters (Telegram callback tokens, Slack cache...) ------
+    @abc.abstractmethod
+    async def kv_put(
+        self, namespace: str, key: str, value: dict[str, Any], expires_at: datetime | None = None
+    ) -> None: ...
+
+    @abc.abstractmethod
+    async def kv_get(self, namespace: str, key: str, now: datetime | None = None) -> dict[str, Any] | None: ...
+
+    @abc.abstractmethod
+    async def kv_delete(self, namespace: str, key: str) -> None: ...
+
+    # timers -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def list_timed(self) -> list[Request]:
+        """Open requests with a deadline, a reminder or an escalation due (for the scheduler)."""

@@ -1,0 +1,404 @@
+"""SQLite store on aiosqlite: WAL, one connection, one thread hop per transaction.
+
+Every method runs as a single function in aiosqlite's connection thread inside
+`BEGIN IMMEDIATE … COMMIT`, so it is atomic against this process and against other
+processes on the same file (the CLI), and costs one hop instead of one per statement.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from bridge.models import Answer, Event, Post, Request, RequestState
+from bridge.store.base import OutboxItem, Store, StoreError, Vote
+from bridge.store.codec import SCHEMA_VERSION, load_request, parse_ts, request_columns, ts
+
+T = TypeVar("T")
+_COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
+            "next_reminder_at, next_escalation_at, body")
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db: aiosqlite.Connection | None = None
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        return cls(url.removeprefix("sqlite:///"))
+
+    async def open(self) -> None:
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
+        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000", "foreign_keys=ON"):
+            await self._db.execute(f"PRAGMA {pragma}")
+        await self._run(_migrate)
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db
+        if db is None:
+            raise StoreError("store is not open")
+
+        def in_thread() -> T:
+            conn = db._conn  # the sqlite3 connection owned by aiosqlite's thread
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return await db._execute(in_thread)
+
+    # requests -----------------------------------------------------------------------
+    async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
+        cols = request_columns(request)
+
+        def txn(conn: sqlite3.Connection) -> tuple[Request, bool]:
+            if request.external_id is not None:
+                row = conn.execute(
+                    "SELECT body FROM requests WHERE source=? AND external_id=?",
+                    (request.source, request.external_id),
+                ).fetchone()
+                if row:
+                    return load_request(row[0]), False
+            conn.execute(
+                f"INSERT INTO requests ({_COLUMNS}) VALUES (:id, :source, :external_id, :state, "
+                ":route, :created_at, :updated_at, :deadline, :next_reminder_at, "
+                ":next_escalation_at, :body)",
+                cols,
+            )
+            if event is not None:
+                _insert_event(conn, event)
+            return request, True
+
+        return await self._run(txn)
+
+    async def get_request(self, request_id: str) -> Request | None:
+        def txn(conn: sqlite3.Connection) -> Request | None:
+            row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
+            return load_request(row[0]) if row else None
+
+        return await self._read(txn)
+
+    async def find_by_external_id(self, source: str, external_id: str) -> Request | None:
+        def txn(conn: sqlite3.Connection) -> Request | None:
+            row = conn.execute(
+                "SELECT body FROM requests WHERE source=? AND external_id=?", (source, external_id)
+            ).fetchone()
+            return load_request(row[0]) if row else None
+
+        return await self._read(txn)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db
+        if db is None:
+            raise StoreError("store is not open")
+        return await db._execute(lambda: fn(db._conn))
+
+    async def list_requests(
+        self,
+        *,
+        states: list[RequestState] | None = None,
+        source: str | None = None,
+        route: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Request]:
+        where: list[str] = []
+        args: list[Any] = []
+        if states:
+            where.append(f"state IN ({','.join('?' * len(states))})")
+            args.extend(s.value for s in states)
+        if source:
+            where.append("source=?")
+            args.append(source)
+        if route:
+            where.append("route=?")
+            args.append(route)
+        sql = "SELECT body FROM requests"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        args.extend([limit, offset])
+        return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql, args)])
+
+    async def count_by_state(self) -> dict[str, int]:
+        rows = await self._read(
+            lambda c: c.execute("SELECT state, COUNT(*) FROM requests GROUP BY state").fetchall()
+        )
+        return {state: n for state, n in rows}
+
+    async def transition(
+        self,
+        request_id: str,
+        from_states: frozenset[RequestState] | set[RequestState],
+        to_state: RequestState,
+        *,
+        event: Event | None = None,
+        answer: Answer | None = None,
+        error: str | None = None,
+        enqueue: str | None = None,
+        now: datetime,
+    ) -> Request | None:
+        def txn(conn: sqlite3.Connection) -> Request | None:
+            row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
+            if not row:
+                return None
+            request = load_request(row[0])
+            if request.state not in from_states:
+                return None
+            request.state = to_state
+            request.updated_at = now
+            if answer is not None:
+                request.answer = answer
+            if error is not None:
+                request.error = error
+            if to_state not in (RequestState.pending, RequestState.posted):
+                request.next_reminder_at = None
+                request.next_escalation_at = None
+            _write(conn, request)
+            if event is not None:
+                _insert_event(conn, event)
+            if enqueue is not None:
+                conn.execute(
+                    "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES (?,?,?,?)",
+                    (request_id, enqueue, ts(now), ts(now)),
+                )
+            return request
+
+        return await self._run(txn)
+
+    async def update_request(self, request_id: str, *, now: datetime, **fields: Any) -> Request | None:
+        def txn(conn: sqlite3.Connection) -> Request | None:
+            row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
+            if not row:
+                return None
+            request = load_request(row[0])
+            for key, value in fields.items():
+                setattr(request, key, value)
+            request.updated_at = now
+            _write(conn, request)
+            return request
+
+        return await self._run(txn)
+
+    # audit ----------------------------------------------------------------------------
+    async def add_event(self, request_id: str, kind: str, actor: str, data: dict[str, Any], at: datetime) -> None:
+        event = Event(id=0, request_id=request_id, at=at, kind=kind, actor=actor, data=data)
+        await self._run(lambda c: _insert_event(c, event))
+
+    async def list_events(self, request_id: str) -> list[Event]:
+        def txn(conn: sqlite3.Connection) -> list[Event]:
+            rows = conn.execute(
+                "SELECT id, request_id, at, kind, actor, data FROM events WHERE request_id=? ORDER BY id",
+                (request_id,),
+            ).fetchall()
+            return [
+                Event(id=r[0], request_id=r[1], at=r[2], kind=r[3], actor=r[4], data=json.loads(r[5]))
+                for r in rows
+            ]
+
+        return await self._read(txn)
+
+    # posts ------------------------------------------------------------------------------
+    async def add_post(self, post: Post) -> None:
+        await self._run(
+            lambda c: c.execute(
+                "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES (?,?,?,?,?,?,?)",
+                (post.request_id, post.channel, post.target, json.dumps(post.ref), int(post.ok),
+                 post.error, ts(post.at)),
+            )
+        )
+
+    async def list_posts(self, request_id: str, channel: str | None = None) -> list[Post]:
+        sql = "SELECT request_id, channel, target, ref, ok, error, at FROM posts WHERE request_id=?"
+        args: list[Any] = [request_id]
+        if channel:
+            sql += " AND channel=?"
+            args.append(channel)
+        rows = await self._read(lambda c: c.execute(sql + " ORDER BY id", args).fetchall())
+        return [
+            Post(request_id=r[0], channel=r[1], target=r[2], ref=json.loads(r[3]), ok=bool(r[4]),
+                 error=r[5], at=r[6])
+            for r in rows
+        ]
+
+    # outbox -----------------------------------------------------------------------------
+    async def enqueue(self, request_id: str, state: str, due_at: datetime) -> int:
+        def txn(conn: sqlite3.Connection) -> int:
+            cur = conn.execute(
+                "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES (?,?,?,?)",
+                (request_id, state, ts(due_at), ts(due_at)),
+            )
+            return int(cur.lastrowid or 0)
+
+        return await self._run(txn)
+
+    async def claim_due(self, now: datetime, limit: int, lease_s: float) -> list[OutboxItem]:
+        from datetime import timedelta
+
+        lease_until = ts(now + timedelta(seconds=lease_s))
+
+        def txn(conn: sqlite3.Connection) -> list[OutboxItem]:
+            rows = conn.execute(
+                "SELECT id, request_id, state, attempts, due_at, created_at, last_error, dead "
+                "FROM outbox WHERE done=0 AND dead=0 AND due_at<=? ORDER BY due_at LIMIT ?",
+                (ts(now), limit),
+            ).fetchall()
+            if rows:
+                conn.executemany("UPDATE outbox SET due_at=? WHERE id=?", [(lease_until, r[0]) for r in rows])
+            return [_outbox_item(r) for r in rows]
+
+        return await self._run(txn)
+
+    async def outbox_done(self, item_id: int) -> None:
+        await self._run(lambda c: c.execute("UPDATE outbox SET done=1 WHERE id=?", (item_id,)))
+
+    async def outbox_retry(self, item_id: int, *, attempts: int, due_at: datetime, error: str) -> None:
+        await self._run(
+            lambda c: c.execute(
+                "UPDATE outbox SET attempts=?, due_at=?, last_error=? WHERE id=?",
+                (attempts, ts(due_at), error, item_id),
+            )
+        )
+
+    async def outbox_dead(self, item_id: int, *, error: str) -> None:
+        await self._run(
+            lambda c: c.execute("UPDATE outbox SET dead=1, last_error=? WHERE id=?", (error, item_id))
+        )
+
+    async def list_outbox(self, *, dead: bool | None = None, request_id: str | None = None) -> list[OutboxItem]:
+        sql = ("SELECT id, request_id, state, attempts, due_at, created_at, last_error, dead "
+               "FROM outbox WHERE done=0")
+        args: list[Any] = []
+        if dead is not None:
+            sql += " AND dead=?"
+            args.append(int(dead))
+        if request_id is not None:
+            sql += " AND request_id=?"
+            args.append(request_id)
+        rows = await self._read(lambda c: c.execute(sql + " ORDER BY id", args).fetchall())
+        return [_outbox_item(r) for r in rows]
+
+    async def next_outbox_due(self) -> datetime | None:
+        row = await self._read(
+            lambda c: c.execute("SELECT MIN(due_at) FROM outbox WHERE done=0 AND dead=0").fetchone()
+        )
+        return parse_ts(row[0]) if row and row[0] else None
+
+    # votes ------------------------------------------------------------------------------
+    async def add_vote(self, vote: Vote) -> bool:
+        def txn(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO votes (request_id, voter, value, name, at) VALUES (?,?,?,?,?)",
+                (vote.request_id, vote.voter, vote.value, vote.name, ts(vote.at)),
+            )
+            return cur.rowcount == 1
+
+        return await self._run(txn)
+
+    async def list_votes(self, request_id: str) -> list[Vote]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT request_id, voter, value, name, at FROM votes WHERE request_id=? ORDER BY at",
+                (request_id,),
+            ).fetchall()
+        )
+        return [Vote(r[0], r[1], r[2], r[3], datetime.fromisoformat(r[4])) for r in rows]
+
+    # kv ---------------------------------------------------------------------------------
+    async def kv_put(self, namespace: str, key: str, value: dict[str, Any], expires_at: datetime | None = None) -> None:
+        await self._run(
+            lambda c: c.execute(
+                "INSERT INTO kv (namespace, key, value, expires_at) VALUES (?,?,?,?) "
+                "ON CONFLICT(namespace, key) DO UPDATE SET value=excluded.value, expires_at=excluded.expires_at",
+                (namespace, key, json.dumps(value), ts(expires_at)),
+            )
+        )
+
+    async def kv_get(self, namespace: str, key: str, now: datetime | None = None) -> dict[str, Any] | None:
+        row = await self._read(
+            lambda c: c.execute(
+                "SELECT value, expires_at FROM kv WHERE namespace=? AND key=?", (namespace, key)
+            ).fetchone()
+        )
+        if not row:
+            return None
+        if now is not None and row[1] is not None and row[1] < (ts(now) or ""):
+            return None
+        value: dict[str, Any] = json.loads(row[0])
+        return value
+
+    async def kv_delete(self, namespace: str, key: str) -> None:
+        await self._run(lambda c: c.execute("DELETE FROM kv WHERE namespace=? AND key=?", (namespace, key)))
+
+    # timers -----------------------------------------------------------------------------
+    async def list_timed(self) -> list[Request]:
+        sql = (
+            "SELECT body FROM requests WHERE state IN ('pending','posted') AND (deadline IS NOT NULL "
+            "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
+        )
+        return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql)])
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    row = None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        pass
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
+        )
+    script = resources.files("bridge.store").joinpath("schema_sqlite.sql").read_text()
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        (str(SCHEMA_VERSION),),
+    )
+
+
+def _write(conn: sqlite3.Connection, request: Request) -> None:
+    cols = request_columns(request)
+    conn.execute(
+        "UPDATE requests SET state=:state, route=:route, updated_at=:updated_at, deadline=:deadline, "
+        "next_reminder_at=:next_reminder_at, next_escalation_at=:next_escalation_at, body=:body "
+        "WHERE id=:id",
+        cols,
+    )
+
+
+def _insert_event(conn: sqlite3.Connection, event: Event) -> None:
+    conn.execute(
+        "INSERT INTO events (request_id, at, kind, actor, data) VALUES (?,?,?,?,?)",
+        (event.request_id, ts(event.at), event.kind, event.actor, json.dumps(event.data, default=str)),
+    )
+
+
+def _outbox_item(r: tuple[Any, ...]) -> OutboxItem:
+    return OutboxItem(
+        id=r[0], request_id=r[1], state=r[2], attempts=r[3], due_at=datetime.fromisoformat(r[4]),
+        created_at=datetime.fromisoformat(r[5]), last_error=r[6], dead=bool(r[7]),
+    )

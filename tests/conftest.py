@@ -1,0 +1,19 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Tests never read a developer's hitl-bridge.yaml or write .hitl-bridge/ in the repo."""
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.startswith("HITL_BRIDGE") or name in ("SLACK_BOT_TOKEN", "TELEGRAM_BOT_TOKEN", "BRIDGE_API_TOKEN"):
+            monkeypatch.delenv(name, raising=False)
+    yield

@@ -1,0 +1,1 @@
+"""Engine sources (Teal Agents, Mastra, agent-world): protocol-true fakes and tests."""

@@ -1,0 +1,65 @@
+"""agent-world prompts → questions, answers → respond / tool-results bodies (no network)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from adapters.agentworld.mapping import InvalidPrompt, NoAnswer, map_prompt, respond_body
+from bridge.models import Answer, QuestionKind, Responder
+from tests.engines.fake_agentworld import legacy_prompt, select_prompt
+
+
+def _answer(values: dict[str, Any]) -> Answer:
+    return Answer(values=values, responder=Responder(platform="web", user_id="u"), via="web",
+                  answered_at=datetime.now(UTC))
+
+
+def test_single_select_one_question_answers_with_option_id() -> None:
+    p = select_prompt([("env", "Which environment?", [("stg", "Staging"), ("prd", "Production")])], request_id="r1")
+    m = map_prompt("w", "c", p)
+    q = m.request.questions[0]
+    assert (q.kind, q.options, q.prompt) == (QuestionKind.choice, ["Staging", "Production"], "Which environment?")
+    assert respond_body(m.ref, _answer({"q1": "Production"})) == {"requestId": "r1", "optionId": "prd"}
+    assert m.request.external_id == "w:c:r1"
+
+
+def test_multiple_select_answers_per_question_with_option_ids() -> None:
+    p = select_prompt([("a", "Pick", [("1", "One"), ("2", "Two")]), ("b", "More", [("x", "X")])], multiple=True, request_id="r2")
+    m = map_prompt("w", "c", p)
+    assert [q.kind for q in m.request.questions] == [QuestionKind.multi_choice] * 2
+    body = respond_body(m.ref, _answer({"q1": ["One", "Two"], "q2": ["X"]}))
+    assert body == {"requestId": "r2", "answers": [{"questionId": "a", "optionIds": ["1", "2"]}, {"questionId": "b", "optionIds": ["x"]}]}
+
+
+def test_allow_skip_adds_a_skip_control() -> None:
+    p = select_prompt([("a", "Pick", [("1", "Skip"), ("2", "Two")])], allow_skip=True, request_id="r3")
+    m = map_prompt("w", "c", p)
+    assert m.request.questions[0].options == ["Skip", "Two", "Skip (2)"]
+    assert respond_body(m.ref, _answer({"q1": "Skip (2)"})) == {"requestId": "r3", "skipped": True}
+    assert respond_body(m.ref, _answer({"q1": "Skip"})) == {"requestId": "r3", "optionId": "1"}
+    assert respond_body(m.ref, None) == {"requestId": "r3", "skipped": True}
+
+
+def test_legacy_prompt_answers_through_tool_results() -> None:
+    p = legacy_prompt("Continue?", ["yes", "no"], agent_id="a1")
+    m = map_prompt("w", "c", p)
+    assert m.request.questions[0].options == ["yes", "no"]
+    body = respond_body(m.ref, _answer({"answer": "no"}))
+    assert body == {"tool_call_id": p["toolCallId"], "toolName": "client.humanIntervention", "agentId": "a1", "choice": "no"}
+    with pytest.raises(NoAnswer):
+        respond_body(m.ref, _answer({"answer": "maybe"}))
+    with pytest.raises(NoAnswer):
+        respond_body(m.ref, None)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [None, [], {"questions": []}, {"requestId": "r"}, {"requestId": "r", "questions": [{"id": "a", "options": []}]},
+     {"requestId": "r", "options": [1, 2]}, {"requestId": "x" * 200, "options": ["a"]}],
+)
+def test_unusable_prompts_are_refused(prompt: Any) -> None:
+    with pytest.raises(InvalidPrompt):
+        map_prompt("w", "c", prompt)
