@@ -25,7 +25,7 @@ from bridge.http.views import event_view, outbox_view, post_view, request_view
 from bridge.models import QuestionKind, RequestState, Responder
 from bridge.router import Router
 from bridge.service import BridgeService
-from bridge.store import Store, open_store_from_url
+from bridge.store import Store, open_store_from_url, redact_url
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
@@ -332,10 +332,10 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         await store.open()
         counts = await store.count_by_state()
         dead = await store.list_outbox(dead=True)
-        line(True, "store", f"{settings.store.url} ({sum(counts.values())} requests)")
+        line(True, "store", f"{redact_url(settings.store.url)} ({sum(counts.values())} requests)")
         line(not dead, "deliveries", f"{len(dead)} dead-lettered" if dead else "none dead-lettered")
     except Exception as exc:
-        line(False, "store", f"{settings.store.url}: {exc}")
+        line(False, "store", f"{redact_url(settings.store.url)}: {exc}")
         return 1
     try:
         channels = build_channels(settings, store, SystemClock())

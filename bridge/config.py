@@ -129,10 +129,40 @@ class Route(_Strict):
 
     @model_validator(mode="after")
     def _levels_in_order(self) -> Route:
-        afters = [level.after for level in self.escalate]
-        if afters != sorted(afters) or len(set(afters)) != len(afters):
-            raise ValueError("escalate levels must have strictly increasing `after`")
+        where = f"route {self.name!r}: " if self.name else ""
+        for i in range(1, len(self.escalate)):
+            if self.escalate[i].after <= self.escalate[i - 1].after:
+                raise ValueError(f"{where}escalate[{i}].after must be later than escalate[{i - 1}].after "
+                                 "(levels in increasing order)")
         return self
+
+    @model_validator(mode="after")
+    def _timing_is_possible(self) -> Route:
+        from bridge.timers import max_possible_responders  # bridge.timers imports this module
+
+        where = f"route {self.name!r}: " if self.name else ""
+        most = max_possible_responders(self)
+        if most is not None and self.quorum > most:
+            raise ValueError(f"{where}quorum {self.quorum} is larger than the {most} people who may "
+                             "answer (responders plus escalation targets)")
+        answer = self.on_timeout.answer if self.on_timeout else None
+        if answer is not None and not _could_be_an_answer(answer):
+            raise ValueError(f"{where}on_timeout.answer {answer!r} cannot answer any question "
+                             "(use a non-empty string, a list of options, an object, or true/false)")
+        if self.timeout and self.max_timeout and self.timeout > self.max_timeout:
+            raise ValueError(f"{where}timeout is longer than max_timeout")
+        return self
+
+
+def _could_be_an_answer(value: Any) -> bool:
+    """Valid for at least one question kind (checked per question when the deadline passes)."""
+    if isinstance(value, bool):
+        return True  # confirm
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, list):
+        return all(isinstance(v, str) and v for v in value)
+    return isinstance(value, dict)
 
 
 class Settings(_Strict):

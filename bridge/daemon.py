@@ -21,7 +21,7 @@ from bridge.registry import build_channels, build_sources
 from bridge.router import Router
 from bridge.scheduler import Scheduler
 from bridge.service import BridgeService
-from bridge.store import Store, open_store_from_url
+from bridge.store import Store, open_store_from_url, redact_url
 
 log = logging.getLogger("hitl_bridge")
 
@@ -154,7 +154,7 @@ class Daemon:
 
     async def run_forever(self) -> None:
         await self.start()
-        log.info("hitl-bridge listening on %s (store %s)", self.base_url, self.settings.store.url)
+        log.info("hitl-bridge listening on %s (store %s)", self.base_url, redact_url(self.settings.store.url))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         import signal

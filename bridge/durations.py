@@ -11,6 +11,8 @@ _UNIT = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 def parse_duration(value: object) -> timedelta:
     """Parse a positive duration; raise ValueError with a readable reason."""
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
     if isinstance(value, bool):
         raise ValueError(f"expected a duration like 10m, got {value!r}")
     if isinstance(value, int | float):

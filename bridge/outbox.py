@@ -166,6 +166,7 @@ class Outbox:
                                    {"error": error, "attempts": attempts, "next_at": due.isoformat()}, now)
         log.info("delivery of %s failed (attempt %d), retrying in %.1fs: %s",
                  request.id, attempts, delay.total_seconds(), error)
+        self.kick()  # re-plan the wait: the retry may be due sooner than the loop's current timeout
 
     def backoff(self, attempts: int) -> timedelta:
         base = self.settings.first_retry.total_seconds() * (2 ** min(attempts - 1, 30))

@@ -55,6 +55,7 @@ class BridgeService:
         self.changes = ChangeFeed()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
+        self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
 
     # helpers ----------------------------------------------------------------------------
     def background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
@@ -118,6 +119,8 @@ class BridgeService:
         saved, created = await self.store.create_request(stored, event)
         if created:
             self.changes.publish(saved)
+            for hook in self.on_created:
+                hook(saved)
             self.background(self.post(saved, saved.targets), f"post {saved.id}")
         return saved, created
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bridge.store.base import OutboxItem, Store, StoreError, Vote
+from bridge.store.pg_support import redact_url
 
 
 def open_store_from_url(url: str) -> Store:
@@ -12,11 +13,11 @@ def open_store_from_url(url: str) -> Store:
 
         return SQLiteStore.from_url(url)
     if url.startswith(("postgresql://", "postgres://")):
-        from bridge.store.postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
+        from bridge.store.postgres import PostgresStore
 
         store: Store = PostgresStore(url)
         return store
-    raise StoreError(f"unsupported store url {url!r}")
+    raise StoreError(f"unsupported store url {redact_url(url)!r}")
 
 
-__all__ = ["OutboxItem", "Store", "StoreError", "Vote", "open_store_from_url"]
+__all__ = ["OutboxItem", "Store", "StoreError", "Vote", "open_store_from_url", "redact_url"]

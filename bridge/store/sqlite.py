@@ -136,7 +136,7 @@ class SQLiteStore(Store):
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        args.extend([limit, offset])
+        args.extend([min(limit, 2**62), min(offset, 2**62)])  # any int from the API fits in SQLite
         return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql, args)])
 
     async def count_by_state(self) -> dict[str, int]:

@@ -1,0 +1,259 @@
+"""`hitl-bridge demo`: a bridge with the web inbox, a handful of realistic requests created
+through the normal HTTP intake, and a local callback receiver that prints each outcome.
+
+Everything listens on loopback only. Secret answers reach the receiver (that is the point)
+but are never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import signal
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route as HttpRoute
+
+from bridge.config import EMBEDDED, HttpSettings, Route, Settings
+
+Out = Callable[[str], None]
+
+DEMO_ROUTES: list[dict[str, Any]] = [
+    {"name": "demo-deploy", "match": {"demo": "deploy"}, "notify": ["web"], "quorum": 1, "timeout": "2h",
+     "on_timeout": {"answer": "no"}},
+    {"name": "demo-escalate", "match": {"demo": "escalate"}, "notify": ["web"], "timeout": "1h",
+     "escalate": [{"after": "30s", "notify": ["web"]}]},
+    {"name": "demo", "match": {"demo": "*"}, "notify": ["web"], "timeout": "1h"},
+]
+
+
+def demo_requests() -> list[dict[str, Any]]:
+    """The requests the demo creates (native model, DESIGN §3), one per kind of question."""
+    return [
+        {"key": "deploy", "title": "Deploy payments-api v2.14.0 to production",
+         "description": "All checks passed on staging. The release agent is waiting for one approval.",
+         "engine": "delta", "workspace": "/srv/agents/release/workspaces/deploy-payments", "agent": "release-bot",
+         "tool": "kubectl_apply", "labels": {"demo": "deploy", "team": "payments"},
+         "context": {"image": "registry.example.com/payments-api:2.14.0", "replicas": 6,
+                     "changes": ["retry idempotent refunds", "bump TLS library", "new /v2/payouts endpoint"]},
+         "questions": [{"id": "approve", "kind": "confirm",
+                        "prompt": "Deploy payments-api v2.14.0 to production now?"}]},
+        {"key": "choice", "title": "Pick the canary region", "agent": "release-bot", "labels": {"demo": "choice"},
+         "questions": [{"id": "region", "kind": "choice", "prompt": "Which region gets the canary first?",
+                        "options": ["eu-west-1", "us-east-1", "ap-southeast-2"]}]},
+        {"key": "text", "title": "Reply to a customer about a late refund", "agent": "support-agent",
+         "labels": {"demo": "text"}, "context": {"ticket": "SUP-4821", "customer": "ACME GmbH", "days_late": 4},
+         "questions": [{"id": "reply", "kind": "text", "prompt": "What should I tell the customer?",
+                        "help_text": "Plain text; the agent sends it as is."}]},
+        {"key": "secret", "title": "Staging database password needed", "agent": "migration-agent",
+         "labels": {"demo": "secret"},
+         "questions": [{"id": "password", "kind": "secret",
+                        "prompt": "Password for db-staging (user migrator)?"}]},
+        {"key": "form", "title": "Onboard a new vendor", "agent": "procurement-agent", "labels": {"demo": "form"},
+         "questions": [
+             {"id": "vendor", "kind": "form", "prompt": "Vendor details",
+              "fields": [{"name": "company", "label": "Company"},
+                         {"name": "contact", "label": "Contact e-mail"},
+                         {"name": "tier", "label": "Support tier", "options": ["basic", "gold", "platinum"]},
+                         {"name": "notes", "label": "Notes", "required": False, "multiline": True}]},
+             {"id": "systems", "kind": "multi_choice", "prompt": "Which systems may they access?",
+              "options": ["billing", "crm", "data-warehouse", "vpn"]},
+             {"id": "terraform", "kind": "edit", "prompt": "Review the generated Terraform variables",
+              "default": {"vendor_name": "new-vendor", "sso": True, "seats": 5}},
+         ]},
+        {"key": "escalate", "title": "Rotate the leaked billing webhook key?", "agent": "security-agent",
+         "labels": {"demo": "escalate"}, "context": {"found_in": "public gist", "key_prefix": "whk_live_8f"},
+         "questions": [{"id": "rotate", "kind": "confirm",
+                        "prompt": "Rotate the key now? (escalates after 30 s without an answer)"}]},
+    ]
+
+
+def demo_settings(settings: Settings, listen: str | None) -> Settings:
+    """The user's settings plus the demo routes, the webhook intake and the web inbox."""
+    demo = settings.model_copy(deep=True)
+    if listen:
+        HttpSettings.model_validate({"listen": listen})  # same check as the config file gets
+        demo.http.listen = listen
+    if not any(s.get("type") == "webhook" for s in demo.sources):
+        demo.sources.append({"type": "webhook"})
+    demo.web = {**(demo.web or {}), "enabled": True}
+    if demo.http.callback_allow:
+        demo.http.callback_allow.append("127.0.0.1")
+    demo.routes = [Route.model_validate(r) for r in DEMO_ROUTES] + list(demo.routes)
+    demo.origin = settings.origin
+    return demo
+
+
+def verify_signature(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """The callback check a receiver makes: HMAC-SHA256 over `{timestamp}.{body}`, 5-minute window."""
+    try:
+        timestamp = int(headers.get("x-hitl-timestamp", ""))
+    except ValueError:
+        return False
+    if abs(time.time() - timestamp) > 300:
+        return False
+    expected = "v1=" + hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, headers.get("x-hitl-signature", ""))
+
+
+@dataclass
+class Receiver:
+    """The demo's stand-in for an engine: checks each callback and prints it (secrets hidden)."""
+
+    secret: str
+    out: Out
+    secret_ids: set[str]
+    titles: dict[str, str] = field(default_factory=dict)  # bridge request id → title
+    received: dict[str, dict[str, Any]] = field(default_factory=dict)
+    url: str = ""
+
+    async def handle(self, request: Request) -> Response:
+        body = await request.body()
+        if not verify_signature(self.secret, dict(request.headers), body):
+            self.out("callback REFUSED: bad signature")
+            return JSONResponse({"error": "bad signature"}, status_code=401)
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return JSONResponse({"error": "not JSON"}, status_code=400)
+        request_id = str(payload.get("request_id"))
+        self.received[request_id] = payload
+        self.out(self.describe(payload))
+        return JSONResponse({"ok": True})
+
+    def describe(self, payload: dict[str, Any]) -> str:
+        title = self.titles.get(str(payload.get("request_id")), str(payload.get("request_id")))
+        answer = payload.get("answer")
+        if not answer:
+            return f"callback received (signature ok): {title!r} → {payload.get('state')}" + (
+                f" ({payload['reason']})" if payload.get("reason") else "")
+        shown = {k: (f"[secret received: {len(str(v))} characters]" if k in self.secret_ids else v)
+                 for k, v in (answer.get("values") or {}).items()}
+        who = (answer.get("responder") or {}).get("name") or (answer.get("responder") or {}).get("user_id")
+        return (f"callback received (signature ok): {title!r} → {payload.get('state')}: "
+                f"{json.dumps(shown, ensure_ascii=False)} by {who} via {answer.get('via')}")
+
+
+@contextlib.asynccontextmanager
+async def serve_receiver(receiver: Receiver) -> AsyncIterator[Receiver]:
+    app = Starlette(routes=[HttpRoute("/callback", receiver.handle, methods=["POST"])])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("the demo callback receiver did not start")
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    receiver.url = f"http://127.0.0.1:{port}/callback"
+    try:
+        yield receiver
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(Exception):
+            await task
+
+
+async def create_requests(base_url: str, settings: Settings, receiver: Receiver) -> list[str]:
+    """POST every demo request to the bridge's own intake; return their ids."""
+    run = secrets.token_hex(3)
+    headers = {"Authorization": f"Bearer {settings.http.api_tokens[0]}"} if settings.http.api_tokens else {}
+    ids = []
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=10) as client:
+        for spec in demo_requests():
+            body = {k: v for k, v in spec.items() if k != "key"}
+            body["external_id"] = f"demo-{run}-{spec['key']}"
+            body["callback"] = {"url": receiver.url, "secret": receiver.secret}
+            response = await client.post("/v1/requests", json=body)
+            response.raise_for_status()
+            created = response.json()
+            receiver.titles[created["id"]] = created["title"]
+            ids.append(created["id"])
+    return ids
+
+
+async def run_demo(settings: Settings, *, listen: str | None = None, out: Out = print,
+                   stop: asyncio.Event | None = None, exit_when_done: bool = False) -> int:
+    """Start the bridge and the receiver, create the requests, wait for `stop` (or Ctrl-C, or
+    every callback when `exit_when_done`)."""
+    from bridge.daemon import Daemon
+
+    demo = demo_settings(settings, listen)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per intake call is noise here
+    stop = stop or asyncio.Event()
+    secret_ids = {q["id"] for spec in demo_requests() for q in spec["questions"] if q["kind"] == "secret"}
+    receiver = Receiver(secret=secrets.token_urlsafe(32), out=out, secret_ids=secret_ids)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    async with serve_receiver(receiver):
+        daemon = Daemon(demo, embedded=settings.origin == EMBEDDED)
+        try:
+            await daemon.start()
+        except (OSError, SystemExit) as exc:
+            await _stop_quietly(daemon)
+            out(f"demo: cannot listen on {demo.http.listen} ({exc!r}): is `hitl-bridge serve` running? "
+                "Try `hitl-bridge demo --listen 127.0.0.1:0`.")
+            return 1
+        except BaseException:
+            await _stop_quietly(daemon)
+            raise
+        try:
+            ids = await create_requests(daemon.base_url, demo, receiver)
+            out(f"demo: created {len(ids)} requests; callbacks go to {receiver.url}")
+            out(f"demo: open the inbox at {daemon.base_url}/inbox")
+            web = demo.web or {}
+            if web.get("password") or web.get("tokens") or demo.http.api_tokens:
+                out("demo: log in with web.password (and your name) or one of your tokens")
+            out("demo: answer them in the browser; each outcome is printed here. Ctrl-C stops.")
+            while not stop.is_set():
+                if exit_when_done and all(i in receiver.received for i in ids):
+                    break
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=0.2)
+        finally:
+            await daemon.stop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.remove_signal_handler(sig)
+    out("demo: stopped")
+    return 0
+
+
+async def _stop_quietly(daemon: Any) -> None:
+    """Undo a half-done start (the store may be open, some tasks running)."""
+    if not hasattr(daemon, "service"):
+        with contextlib.suppress(Exception):
+            await daemon.store.close()
+        return
+    with contextlib.suppress(Exception):
+        await daemon.stop()
+
+
+def add_demo_command(subparsers: Any) -> None:
+    """Register `hitl-bridge demo` (bridge.cli calls this)."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "demo", help="create a few requests to answer in the web inbox (no account needed)")
+    p.add_argument("--listen", help="host:port for the demo bridge (default: http.listen, 127.0.0.1:8787)")
+    p.add_argument("--exit-when-done", action="store_true",
+                   help="stop once every demo request is closed and its callback has arrived")
+    p.set_defaults(func=cmd_demo)
+
+
+async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    return await run_demo(settings, listen=args.listen, exit_when_done=args.exit_when_done)

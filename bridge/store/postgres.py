@@ -1,0 +1,416 @@
+"""PostgreSQL store on an asyncpg pool: the same contract as SQLiteStore, safe for several replicas.
+
+Every method is one transaction. `transition` and `update_request` lock the request row
+(SELECT … FOR UPDATE) so concurrent answers from any replica serialise and exactly one wins;
+`claim_due` takes outbox rows with FOR UPDATE SKIP LOCKED and pushes their due time a lease
+ahead, so two replicas never deliver the same entry at once. Text goes through
+`pg_support.encode_text`, so strings PostgreSQL cannot hold (NUL) still round-trip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from importlib import resources
+from typing import Any
+
+import asyncpg
+
+from bridge.models import Answer, Event, Post, Request, RequestState
+from bridge.store.base import OutboxItem, Store, StoreError, Vote
+from bridge.store.codec import SCHEMA_VERSION
+from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode_opt, encode_text, redact_url
+
+_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
+_OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
+_MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
+_SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
+
+
+class PostgresStore(Store):
+    """Store on PostgreSQL. `url`: postgresql://user[:password]@host[:port]/db[?search_path=…]."""
+
+    def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
+        self.url = url
+        self.options = PostgresURL.parse(url)
+        self.connect_timeout = connect_timeout
+        self._pool: asyncpg.Pool | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact_url(self.url)!r})"
+
+    async def open(self) -> None:
+        opts = self.options
+        try:
+            self._pool = await asyncpg.create_pool(
+                opts.dsn, min_size=opts.pool_min, max_size=opts.pool_max, timeout=self.connect_timeout,
+                statement_cache_size=opts.statement_cache_size, server_settings=opts.server_settings or None,
+            )
+        except (*_LOST, asyncpg.PostgresError) as exc:
+            raise StoreError(f"cannot open PostgreSQL store {redact_url(self.url)}: {_reason(exc)}") from None
+        try:
+            async with self._txn() as conn:
+                await _migrate(conn)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            try:
+                await asyncio.wait_for(pool.close(), timeout=10)
+            except TimeoutError:
+                pool.terminate()
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        pool = self._pool
+        if pool is None:
+            raise StoreError("store is not open")
+        try:
+            async with pool.acquire() as conn:
+                yield conn
+        except _LOST as exc:
+            raise StoreError(f"PostgreSQL connection lost: {_reason(exc)}") from exc
+
+    @asynccontextmanager
+    async def _txn(self) -> AsyncIterator[asyncpg.Connection]:
+        async with self._conn() as conn, conn.transaction():
+            yield conn
+
+    # requests -----------------------------------------------------------------------
+    async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
+        async with self._txn() as conn:
+            inserted = await conn.fetchval(
+                "INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, deadline, "
+                "next_reminder_at, next_escalation_at, body) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) "
+                "ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id",
+                encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
+                request.state.value, encode_text(request.route), request.created_at, request.updated_at,
+                request.deadline, request.next_reminder_at, request.next_escalation_at,
+                encode_text(request.model_dump_json()),
+            )
+            if inserted is None:
+                # (source, external_id) exists: it was committed before our INSERT returned.
+                body = await conn.fetchval(
+                    "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
+                    encode_text(request.source), encode_opt(request.external_id),
+                )
+                if body is None:
+                    raise StoreError(f"request {request.external_id!r} conflicted but cannot be read")
+                return _load(body), False
+            if event is not None:
+                await _insert_event(conn, event)
+            return request, True
+
+    async def get_request(self, request_id: str) -> Request | None:
+        async with self._conn() as conn:
+            body = await conn.fetchval("SELECT body FROM requests WHERE id=$1", encode_text(request_id))
+        return _load(body) if body is not None else None
+
+    async def find_by_external_id(self, source: str, external_id: str) -> Request | None:
+        async with self._conn() as conn:
+            body = await conn.fetchval(
+                "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
+                encode_text(source), encode_text(external_id),
+            )
+        return _load(body) if body is not None else None
+
+    async def list_requests(
+        self,
+        *,
+        states: list[RequestState] | None = None,
+        source: str | None = None,
+        route: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Request]:
+        where: list[str] = []
+        args: list[Any] = []
+        if states:
+            args.append([s.value for s in states])
+            where.append(f"state = ANY(${len(args)}::text[])")
+        if source:
+            args.append(encode_text(source))
+            where.append(f"source=${len(args)}")
+        if route:
+            args.append(encode_text(route))
+            where.append(f"route=${len(args)}")
+        sql = "SELECT body FROM requests"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        args.extend([min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)])  # any int from the API fits
+        sql += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
+        async with self._conn() as conn:
+            rows = await conn.fetch(sql, *args)
+        return [_load(r[0]) for r in rows]
+
+    async def count_by_state(self) -> dict[str, int]:
+        async with self._conn() as conn:
+            rows = await conn.fetch("SELECT state, COUNT(*) FROM requests GROUP BY state")
+        return {r[0]: int(r[1]) for r in rows}
+
+    async def transition(
+        self,
+        request_id: str,
+        from_states: frozenset[RequestState] | set[RequestState],
+        to_state: RequestState,
+        *,
+        event: Event | None = None,
+        answer: Answer | None = None,
+        error: str | None = None,
+        enqueue: str | None = None,
+        now: datetime,
+    ) -> Request | None:
+        async with self._txn() as conn:
+            request = await _locked(conn, request_id)
+            if request is None or request.state not in from_states:
+                return None
+            request.state = to_state
+            request.updated_at = now
+            if answer is not None:
+                request.answer = answer
+            if error is not None:
+                request.error = error
+            if to_state not in (RequestState.pending, RequestState.posted):
+                request.next_reminder_at = None
+                request.next_escalation_at = None
+            await _write(conn, request)
+            if event is not None:
+                await _insert_event(conn, event)
+            if enqueue is not None:
+                await conn.execute(
+                    "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES ($1,$2,$3,$3)",
+                    encode_text(request_id), encode_text(enqueue), now,
+                )
+            return request
+
+    async def update_request(self, request_id: str, *, now: datetime, **fields: Any) -> Request | None:
+        async with self._txn() as conn:
+            request = await _locked(conn, request_id)
+            if request is None:
+                return None
+            for key, value in fields.items():
+                setattr(request, key, value)
+            request.updated_at = now
+            await _write(conn, request)
+            return request
+
+    # audit ----------------------------------------------------------------------------
+    async def add_event(self, request_id: str, kind: str, actor: str, data: dict[str, Any], at: datetime) -> None:
+        event = Event(id=0, request_id=request_id, at=at, kind=kind, actor=actor, data=data)
+        async with self._conn() as conn:
+            await _insert_event(conn, event)
+
+    async def list_events(self, request_id: str) -> list[Event]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT id, request_id, at, kind, actor, data FROM events WHERE request_id=$1 ORDER BY id",
+                encode_text(request_id),
+            )
+        return [
+            Event(id=r[0], request_id=decode_text(r[1]), at=r[2], kind=decode_text(r[3]),
+                  actor=decode_text(r[4]), data=json.loads(decode_text(r[5])))
+            for r in rows
+        ]
+
+    # posts ------------------------------------------------------------------------------
+    async def add_post(self, post: Post) -> None:
+        async with self._conn() as conn:
+            await conn.execute(
+                "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES ($1,$2,$3,$4,$5,$6,$7)",
+                encode_text(post.request_id), encode_text(post.channel), encode_text(post.target),
+                encode_text(json.dumps(post.ref)), post.ok, encode_opt(post.error), post.at,
+            )
+
+    async def list_posts(self, request_id: str, channel: str | None = None) -> list[Post]:
+        sql = "SELECT request_id, channel, target, ref, ok, error, at FROM posts WHERE request_id=$1"
+        args: list[Any] = [encode_text(request_id)]
+        if channel:
+            sql += " AND channel=$2"
+            args.append(encode_text(channel))
+        async with self._conn() as conn:
+            rows = await conn.fetch(sql + " ORDER BY id", *args)
+        return [
+            Post(request_id=decode_text(r[0]), channel=decode_text(r[1]), target=decode_text(r[2]),
+                 ref=json.loads(decode_text(r[3])), ok=r[4], error=decode_opt(r[5]), at=r[6])
+            for r in rows
+        ]
+
+    # outbox -----------------------------------------------------------------------------
+    async def enqueue(self, request_id: str, state: str, due_at: datetime) -> int:
+        async with self._conn() as conn:
+            item_id = await conn.fetchval(
+                "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES ($1,$2,$3,$3) RETURNING id",
+                encode_text(request_id), encode_text(state), due_at,
+            )
+        return int(item_id)
+
+    async def claim_due(self, now: datetime, limit: int, lease_s: float) -> list[OutboxItem]:
+        if limit <= 0:
+            return []
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "WITH due AS (SELECT id, due_at FROM outbox WHERE NOT done AND NOT dead AND due_at <= $1 "
+                "  ORDER BY due_at, id LIMIT $2 FOR UPDATE SKIP LOCKED), "
+                "claimed AS (UPDATE outbox o SET due_at = $3 FROM due WHERE o.id = due.id "
+                "  RETURNING o.id, o.request_id, o.state, o.attempts, due.due_at AS due_at, o.created_at, "
+                "  o.last_error, o.dead) "
+                "SELECT * FROM claimed ORDER BY due_at, id",
+                now, limit, now + timedelta(seconds=lease_s),
+            )
+        return [_outbox_item(r) for r in rows]
+
+    async def outbox_done(self, item_id: int) -> None:
+        async with self._conn() as conn:
+            await conn.execute("UPDATE outbox SET done=TRUE WHERE id=$1", item_id)
+
+    async def outbox_retry(self, item_id: int, *, attempts: int, due_at: datetime, error: str) -> None:
+        async with self._conn() as conn:
+            await conn.execute(
+                "UPDATE outbox SET attempts=$1, due_at=$2, last_error=$3 WHERE id=$4",
+                attempts, due_at, encode_text(error), item_id,
+            )
+
+    async def outbox_dead(self, item_id: int, *, error: str) -> None:
+        async with self._conn() as conn:
+            await conn.execute("UPDATE outbox SET dead=TRUE, last_error=$1 WHERE id=$2", encode_text(error), item_id)
+
+    async def list_outbox(self, *, dead: bool | None = None, request_id: str | None = None) -> list[OutboxItem]:
+        sql = f"SELECT {_OUTBOX_COLUMNS} FROM outbox WHERE NOT done"
+        args: list[Any] = []
+        if dead is not None:
+            args.append(dead)
+            sql += f" AND dead=${len(args)}"
+        if request_id is not None:
+            args.append(encode_text(request_id))
+            sql += f" AND request_id=${len(args)}"
+        async with self._conn() as conn:
+            rows = await conn.fetch(sql + " ORDER BY id", *args)
+        return [_outbox_item(r) for r in rows]
+
+    async def next_outbox_due(self) -> datetime | None:
+        async with self._conn() as conn:
+            due: datetime | None = await conn.fetchval("SELECT MIN(due_at) FROM outbox WHERE NOT done AND NOT dead")
+        return due
+
+    # votes ------------------------------------------------------------------------------
+    async def add_vote(self, vote: Vote) -> bool:
+        async with self._conn() as conn:
+            status = await conn.execute(
+                "INSERT INTO votes (request_id, voter, value, name, at) VALUES ($1,$2,$3,$4,$5) "
+                "ON CONFLICT (request_id, voter) DO NOTHING",
+                encode_text(vote.request_id), encode_text(vote.voter), encode_text(vote.value),
+                encode_text(vote.name), vote.at,
+            )
+        return bool(status == "INSERT 0 1")
+
+    async def list_votes(self, request_id: str) -> list[Vote]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT request_id, voter, value, name, at FROM votes WHERE request_id=$1 ORDER BY at, seq",
+                encode_text(request_id),
+            )
+        return [Vote(decode_text(r[0]), decode_text(r[1]), decode_text(r[2]), decode_text(r[3]), r[4]) for r in rows]
+
+    # kv ---------------------------------------------------------------------------------
+    async def kv_put(self, namespace: str, key: str, value: dict[str, Any], expires_at: datetime | None = None) -> None:
+        async with self._conn() as conn:
+            await conn.execute(
+                "INSERT INTO kv (namespace, key, value, expires_at) VALUES ($1,$2,$3,$4) ON CONFLICT (namespace, key) "
+                "DO UPDATE SET value=excluded.value, expires_at=excluded.expires_at",
+                encode_text(namespace), encode_text(key), encode_text(json.dumps(value)), expires_at,
+            )
+
+    async def kv_get(self, namespace: str, key: str, now: datetime | None = None) -> dict[str, Any] | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(
+                "SELECT value, expires_at FROM kv WHERE namespace=$1 AND key=$2",
+                encode_text(namespace), encode_text(key),
+            )
+        if row is None:
+            return None
+        if now is not None and row[1] is not None and row[1] < now:
+            return None
+        value: dict[str, Any] = json.loads(decode_text(row[0]))
+        return value
+
+    async def kv_delete(self, namespace: str, key: str) -> None:
+        async with self._conn() as conn:
+            await conn.execute("DELETE FROM kv WHERE namespace=$1 AND key=$2", encode_text(namespace), encode_text(key))
+
+    # timers -----------------------------------------------------------------------------
+    async def list_timed(self) -> list[Request]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT body FROM requests WHERE state IN ('pending','posted') AND (deadline IS NOT NULL "
+                "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
+            )
+        return [_load(r[0]) for r in rows]
+
+
+async def _migrate(conn: asyncpg.Connection) -> None:
+    """Create the schema in an empty database (or schema) and refuse one that is too new."""
+    if await conn.fetchval("SELECT current_schema()") is None:
+        path = await conn.fetchval("SHOW search_path")
+        raise StoreError(
+            f"no schema to create tables in: none of search_path ({path}) exists; "
+            "create it first (CREATE SCHEMA …) or fix search_path in the store url"
+        )
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
+    version = 0
+    if await conn.fetchval("SELECT to_regclass('meta')") is not None:
+        found = await conn.fetchval("SELECT value FROM meta WHERE key='schema_version'")
+        version = int(found) if found is not None else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
+        )
+    await conn.execute(_SCHEMA)
+    await conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
+        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+        str(SCHEMA_VERSION),
+    )
+
+
+async def _locked(conn: asyncpg.Connection, request_id: str) -> Request | None:
+    body = await conn.fetchval("SELECT body FROM requests WHERE id=$1 FOR UPDATE", encode_text(request_id))
+    return _load(body) if body is not None else None
+
+
+async def _write(conn: asyncpg.Connection, request: Request) -> None:
+    await conn.execute(
+        "UPDATE requests SET state=$2, route=$3, updated_at=$4, deadline=$5, next_reminder_at=$6, "
+        "next_escalation_at=$7, body=$8 WHERE id=$1",
+        encode_text(request.id), request.state.value, encode_text(request.route), request.updated_at,
+        request.deadline, request.next_reminder_at, request.next_escalation_at, encode_text(request.model_dump_json()),
+    )
+
+
+async def _insert_event(conn: asyncpg.Connection, event: Event) -> None:
+    await conn.execute(
+        "INSERT INTO events (request_id, at, kind, actor, data) VALUES ($1,$2,$3,$4,$5)",
+        encode_text(event.request_id), event.at, encode_text(event.kind), encode_text(event.actor),
+        json.dumps(event.data, default=str),
+    )
+
+
+def _load(body: str) -> Request:
+    return Request.model_validate_json(decode_text(body))
+
+
+def _outbox_item(r: Iterable[Any]) -> OutboxItem:
+    id_, request_id, state, attempts, due_at, created_at, last_error, dead = r
+    return OutboxItem(
+        id=int(id_), request_id=decode_text(request_id), state=decode_text(state), attempts=attempts,
+        due_at=due_at, created_at=created_at, last_error=decode_opt(last_error), dead=bool(dead),
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

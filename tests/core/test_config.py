@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridge.config import EMBEDDED, load_settings
+from bridge.daemon import Daemon
+from bridge.errors import ConfigError
+from tests.harness import make_settings
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "hitl-bridge.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_embedded_defaults_without_a_file(tmp_path: Path) -> None:
+    settings = load_settings(None, env={})
+    assert settings.origin == EMBEDDED
+    assert settings.http.listen == "127.0.0.1:8787"
+    assert settings.store.url == "sqlite:///./.hitl-bridge/bridge.db"
+    assert [s["type"] for s in settings.sources] == ["delta", "webhook"]
+    assert settings.slack is None and settings.telegram is None
+    with_tokens = load_settings(None, env={"SLACK_BOT_TOKEN": "xoxb-1", "TELEGRAM_BOT_TOKEN": "1:x"})
+    assert with_tokens.slack and with_tokens.slack["bot_token"] == "xoxb-1"
+    assert with_tokens.telegram == {"bot_token": "1:x"}
+
+
+def test_env_substitution_and_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+http:
+  listen: 127.0.0.1:9000
+  api_tokens: ["${TOKEN}", "${UNSET}"]
+secrets:
+  key: "${KEY:-fallback-passphrase}"
+routes:
+  - match: {source: delta, workspace: "*/deploy-*"}
+    notify: ["web"]
+    timeout: 2h
+""")
+    settings = load_settings(path, env={"TOKEN": "t" * 20, "HITL_BRIDGE__HTTP__LISTEN": "127.0.0.1:9100",
+                                        "HITL_BRIDGE__HTTP__MAX_BODY_BYTES": "4096"})
+    assert settings.http.api_tokens == ["t" * 20]  # the unset one is dropped
+    assert settings.http.listen == "127.0.0.1:9100"
+    assert settings.http.max_body_bytes == 4096
+    assert settings.secrets.key == "fallback-passphrase"
+    assert settings.routes[0].timeout is not None and settings.routes[0].timeout.total_seconds() == 7200
+    assert settings.routes[0].name == "routes[0]"
+
+
+@pytest.mark.parametrize(("text", "key", "reason"), [
+    ("htp: {}\n", "htp", "unknown key"),
+    ("http: {listen: nowhere}\n", "http.listen", "host:port"),
+    ("routes:\n  - remind_every: -5m\n", "routes[0].remind_every", "duration"),
+    ("routes:\n  - timeout: soon\n", "routes[0].timeout", "cannot read 'soon'"),
+    ("routes:\n  - escalate: [{after: 45m, notify: [web]}, {after: 15m, notify: [web]}]\n",
+     "routes[0]", "increasing order"),
+    ("routes:\n  - on_timeout: {answer: 'no', fail: true}\n", "routes[0].on_timeout", "exactly one"),
+    ("store: {url: 'mysql://x'}\n", "store.url", "sqlite"),
+    ("sources: [{roots: [.]}]\n", "sources", "type"),
+    ("- just\n- a list\n", "", "mapping"),
+    ("http: [unclosed\n", "", "not valid YAML"),
+])
+def test_bad_config_names_file_key_and_reason(tmp_path: Path, text: str, key: str, reason: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={})
+    message = str(info.value)
+    assert message.startswith(path)
+    assert key in message
+    assert reason in message
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_settings(str(tmp_path / "nope.yaml"), env={})
+
+
+def test_unknown_source_type_named_at_start(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, {"sources": [{"type": "carrier-pigeon"}]})
+    with pytest.raises(ConfigError, match=r"sources\[0\].type: unknown type 'carrier-pigeon'"):
+        import asyncio
+
+        asyncio.run(Daemon(settings).start(serve_http=False))
+
+
+async def test_listening_beyond_loopback_needs_tokens(tmp_path: Path) -> None:
+    settings = make_settings(tmp_path, {"http": {"listen": "0.0.0.0:0"}})
+    with pytest.raises(ConfigError, match="http.listen.*api_tokens"):
+        await Daemon(settings).start()
+
+
+def test_short_api_token_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, "http: {api_tokens: [short]}\n")
+    with pytest.raises(ConfigError, match="at least 16"):
+        load_settings(path, env={})
