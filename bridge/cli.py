@@ -26,6 +26,7 @@ from bridge.models import QuestionKind, RequestState, Responder
 from bridge.router import Router
 from bridge.service import BridgeService
 from bridge.store import Store, open_store_from_url, redact_url
+from bridge.timing_view import vote_line
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
@@ -195,11 +196,18 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         out.append(f"  deadline   {request.deadline.isoformat()}")
     if request.escalation_level:
         out.append(f"  escalation level {request.escalation_level}")
+    timers = [f"{label} {at.isoformat()}" for label, at in (("reminder", request.next_reminder_at),
+              ("escalation", request.next_escalation_at)) if at is not None and request.is_open]
+    if timers or request.reminders_sent:
+        out.append(f"  timers     reminders sent {request.reminders_sent}" + "".join(f", next {t}" for t in timers))
     for q in request.questions:
         extra = f" options: {', '.join(q.options)}" if q.options else ""
         out.append(f"  question   [{q.id}] ({q.kind.value}) {q.prompt[:200]}{extra}")
     if votes:
         out.append("  votes      " + ", ".join(f"{v.name}: {v.value}" for v in votes))
+        tally = vote_line(request, votes, service.route_of(request).quorum)
+        if tally:
+            out.append(f"             {tally}")
     if request.answer:
         a = request.answer
         out.append(f"  answer     {json.dumps(request.redacted_answer())} by {a.responder.display} "

@@ -16,6 +16,7 @@ import json
 import logging
 import secrets
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -23,12 +24,14 @@ from typing import Any
 
 import httpx
 import uvicorn
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as HttpRoute
 
 from bridge.config import EMBEDDED, HttpSettings, Route, Settings
+from bridge.errors import ConfigError
 
 Out = Callable[[str], None]
 
@@ -86,7 +89,10 @@ def demo_settings(settings: Settings, listen: str | None) -> Settings:
     """The user's settings plus the demo routes, the webhook intake and the web inbox."""
     demo = settings.model_copy(deep=True)
     if listen:
-        HttpSettings.model_validate({"listen": listen})  # same check as the config file gets
+        try:
+            HttpSettings.model_validate({"listen": listen})  # the same check the config file gets
+        except ValidationError:
+            raise ConfigError("--listen", "", f"expected host:port such as 127.0.0.1:0, got {listen!r}") from None
         demo.http.listen = listen
     if not any(s.get("type") == "webhook" for s in demo.sources):
         demo.sources.append({"type": "webhook"})
@@ -201,15 +207,15 @@ async def run_demo(settings: Settings, *, listen: str | None = None, out: Out = 
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
+    problem = _cannot_listen(demo.http.host, demo.http.port)
+    if problem:
+        out(f"demo: cannot listen on {demo.http.listen} ({problem}): is `hitl-bridge serve` running? "
+            "Try `hitl-bridge demo --listen 127.0.0.1:0`.")
+        return 1
     async with serve_receiver(receiver):
         daemon = Daemon(demo, embedded=settings.origin == EMBEDDED)
         try:
             await daemon.start()
-        except (OSError, SystemExit) as exc:
-            await _stop_quietly(daemon)
-            out(f"demo: cannot listen on {demo.http.listen} ({exc!r}): is `hitl-bridge serve` running? "
-                "Try `hitl-bridge demo --listen 127.0.0.1:0`.")
-            return 1
         except BaseException:
             await _stop_quietly(daemon)
             raise
@@ -233,6 +239,17 @@ async def run_demo(settings: Settings, *, listen: str | None = None, out: Out = 
                     loop.remove_signal_handler(sig)
     out("demo: stopped")
     return 0
+
+
+def _cannot_listen(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be bound, checked before starting (uvicorn exits the process)."""
+    if port == 0:
+        return None
+    try:
+        with socket.create_server((host, port)):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 async def _stop_quietly(daemon: Any) -> None:

@@ -136,7 +136,7 @@ class TimerActions:
         for n in due.new_levels:
             spec = route.escalate[n - 1]
             await self.store.add_event(request.id, "escalated", ACTOR, {
-                "level": n, "notify": spec.notify, "replace": spec.replace, "at": now.isoformat()}, now)
+                "level": n, "notify": spec.notify, "replace": spec.replace}, now)
         if due.repeat_level is not None:
             spec = route.escalate[due.repeat_level - 1]
             await self.store.add_event(request.id, "escalation_repeat", ACTOR,

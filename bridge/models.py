@@ -208,7 +208,7 @@ class RequestIn(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     questions: list[Question] = Field(min_length=1, max_length=50)
     responders: list[str] = Field(default_factory=list, max_length=200)
-    timeout_s: float | None = Field(default=None, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     deadline: datetime | None = None
     callback: Callback | None = None
 

@@ -63,7 +63,10 @@ class Outbox:
                 if next_due is not None:
                     wait = max(0.0, min(wait, (next_due - self.clock.now()).total_seconds()))
                 try:
-                    await asyncio.wait_for(self._wake.wait(), timeout=wait)
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can turn a cancel that
+                    # arrives with the timeout into TimeoutError, and stop() then waits forever
+                    async with asyncio.timeout(wait):
+                        await self._wake.wait()
                 except TimeoutError:
                     pass
         finally:

@@ -154,28 +154,27 @@ class BridgeService:
                 results.extend(PostResult(target=t, ok=False, error=f"{type(exc).__name__}: {exc}")
                                for t in group)
         now = self.clock.now()
+        posts = []
         for result in results:
             channel = self.channel_for(result.target)
-            await self.store.add_post(Post(
+            posts.append(Post(
                 request_id=request.id, channel=channel.name if channel else "-", target=result.target,
                 ref=result.ref, ok=result.ok, error=result.error, at=now,
             ))
         ok = [r.target for r in results if r.ok]
         failed = {r.target: r.error for r in results if not r.ok}
+        events = []
         if failed:
-            await self.store.add_event(request.id, "post_failed", "", {"targets": failed}, now)
+            events.append(self._event(request.id, "post_failed", "", targets=failed))
         if ok:
-            updated = await self.store.transition(
-                request.id, {RequestState.pending}, RequestState.posted,
-                event=self._event(request.id, "posted", "", targets=ok), now=now,
-            )
-            if updated is None:  # already posted earlier (escalation) or closed meanwhile
-                await self.store.add_event(request.id, "posted", "", {"targets": ok}, now)
-                current = await self.store.get_request(request.id)
-                if current is not None and not current.is_open:
-                    self.background(self.update_channels(current), f"update {request.id}")
-            else:
-                self.changes.publish(updated)
+            events.append(self._event(request.id, "posted", "", targets=ok))
+        updated = await self.store.record_posts(request.id, posts, events, now=now)
+        if updated is not None:
+            self.changes.publish(updated)
+        elif ok:  # already posted earlier (escalation), or closed meanwhile: bring the new copy up to date
+            current = await self.store.get_request(request.id)
+            if current is not None and not current.is_open:
+                self.background(self.update_channels(current), f"update {request.id}")
         return results
 
     async def update_channels(self, request: Request) -> None:
@@ -316,7 +315,10 @@ class BridgeService:
     def _closed(self, request: Request) -> AlreadyClosed:
         by = request.answer.responder.display if request.answer else None
         at = request.answer.answered_at if request.answer else None
-        return AlreadyClosed(request.id, request.state.value, by, at)
+        label = request.state.value
+        if request.answer is not None and request.state in (RequestState.delivered, RequestState.failed):
+            label = "expired" if request.answer.via == "timeout" else "answered"  # delivery is not news to a person
+        return AlreadyClosed(request.id, label, by, at)
 
     def _after_close(self, request: Request) -> None:
         for hook in self.on_answered:

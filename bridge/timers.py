@@ -21,6 +21,8 @@ from bridge.models import Request
 
 #: instants closer than this are the same instant (stored timestamps keep microseconds)
 EPSILON = timedelta(milliseconds=1)
+#: the longest wait any request gets (a huge or infinite `timeout_s` is capped here)
+LONGEST = timedelta(days=366)
 
 
 @dataclass(frozen=True)
@@ -53,10 +55,12 @@ def initial_timers(request: Request, route: Route, now: datetime) -> None:
     """Set deadline / next_reminder_at / next_escalation_at from the request and its route.
 
     The request's own `deadline` or `timeout_s` overrides the route's `timeout`, capped by
-    the route's `max_timeout`."""
+    the route's `max_timeout` and by LONGEST (366 days)."""
     deadline = request.deadline
     if deadline is None and request.timeout_s is not None:
-        deadline = now + timedelta(seconds=request.timeout_s)
+        deadline = now + timedelta(seconds=min(request.timeout_s, LONGEST.total_seconds()))
+    if deadline is not None and deadline > now + LONGEST:
+        deadline = now + LONGEST
     if deadline is None and route.timeout is not None:
         deadline = now + route.timeout
     if deadline is not None and route.max_timeout is not None:

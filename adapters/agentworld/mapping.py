@@ -11,6 +11,7 @@ single-select question, `{requestId, answers: [{questionId, optionIds}]}` otherw
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,14 @@ def _unique(label: str, taken: dict[str, Any]) -> str:
     return label
 
 
+def prompt_key(world: str, chat: str, prompt: Any) -> str | None:
+    """The external id `map_prompt` would give, without mapping (None: no usable id)."""
+    if not isinstance(prompt, dict):
+        return None
+    rid = _text(prompt.get("requestId")) or _text(prompt.get("toolCallId"))
+    return f"{world}:{chat}:{rid}"[:200] if rid and len(rid) <= 150 else None
+
+
 def map_prompt(world: str, chat: str, prompt: Any) -> Mapped:
     """Map one entry of `hitlPrompts[].prompt`; raises InvalidPrompt when unusable."""
     if not isinstance(prompt, dict):
@@ -61,8 +70,16 @@ def map_prompt(world: str, chat: str, prompt: Any) -> Mapped:
     raise InvalidPrompt(f"prompt {rid} has neither questions nor options")
 
 
-def _base(world: str, chat: str, rid: str, title: str, description: str, questions: list[Question],
-          context: dict[str, Any], agent: str | None = None) -> RequestIn:
+def _base(
+    world: str,
+    chat: str,
+    rid: str,
+    title: str,
+    description: str,
+    questions: list[Question],
+    context: dict[str, Any],
+    agent: str | None = None,
+) -> RequestIn:
     return RequestIn(
         external_id=f"{world}:{chat}:{rid}"[:200],
         title=title[:500],
@@ -112,10 +129,24 @@ def _map_select(world: str, chat: str, rid: str, prompt: dict[str, Any]) -> Mapp
     if not questions:
         raise InvalidPrompt(f"prompt {rid} has no questions")
     title = _text(prompt.get("title")) or _text(raw_questions[0].get("header")) or "Agent needs a decision"
-    request = _base(world, chat, rid, title, _text(prompt.get("message")) or "", questions,
-                    {"world": world, "chat": chat, "requestId": rid})
-    ref = {"form": "select", "world": world, "chat": chat, "requestId": rid,
-           "multiple": multiple, "allowSkip": allow_skip, "questions": qmap}
+    request = _base(
+        world,
+        chat,
+        rid,
+        title,
+        _text(prompt.get("message")) or "",
+        questions,
+        {"world": world, "chat": chat, "requestId": rid},
+    )
+    ref = {
+        "form": "select",
+        "world": world,
+        "chat": chat,
+        "requestId": rid,
+        "multiple": multiple,
+        "allowSkip": allow_skip,
+        "questions": qmap,
+    }
     return Mapped(request, ref)
 
 
@@ -126,13 +157,21 @@ def _map_legacy(world: str, chat: str, rid: str, prompt: dict[str, Any]) -> Mapp
     text = _text(prompt.get("prompt")) or "Choose"
     context = {"world": world, "chat": chat, "toolCallId": rid}
     if isinstance(prompt.get("context"), dict | str):
-        context["context"] = prompt["context"]
+        context["context"] = fit_json(prompt["context"])
     agent = _text(prompt.get("agentId"))
     question = Question(id="answer", kind=QuestionKind.choice, prompt=text[:20_000], options=options)
-    request = _base(world, chat, rid, text.splitlines()[0][:200], "", [question], context,
-                    agent=agent[:500] if agent else None)
-    ref = {"form": "legacy", "world": world, "chat": chat, "requestId": rid,
-           "toolCallId": rid, "agentId": agent or "", "options": options}
+    request = _base(
+        world, chat, rid, text.splitlines()[0][:200], "", [question], context, agent=agent[:500] if agent else None
+    )
+    ref = {
+        "form": "legacy",
+        "world": world,
+        "chat": chat,
+        "requestId": rid,
+        "toolCallId": rid,
+        "agentId": agent or "",
+        "options": options,
+    }
     return Mapped(request, ref)
 
 
@@ -165,3 +204,25 @@ def respond_body(ref: dict[str, Any], answer: Answer | None) -> dict[str, Any]:
     if len(answers) == 1 and not ref["multiple"]:
         return {"requestId": ref["requestId"], "optionId": answers[0]["optionIds"][0]}
     return {"requestId": ref["requestId"], "answers": answers}
+
+
+def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
+    """`value` itself when it nests at most `max_depth` levels, else its JSON text, cut short
+    (context shown to people must stay shallow; the engine's own data is never altered)."""
+    if _nesting(value, 0, max_depth) <= max_depth:
+        return value
+    try:
+        text = json.dumps(value, default=str)
+    except (ValueError, RecursionError):
+        text = "[too deeply nested to show]"
+    return text[:max_chars]
+
+
+def _nesting(value: Any, level: int, limit: int) -> int:
+    if level > limit:
+        return level
+    if isinstance(value, dict):
+        return max((_nesting(v, level + 1, limit) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_nesting(v, level + 1, limit) for v in value), default=level + 1)
+    return level

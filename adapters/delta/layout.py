@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -147,65 +148,118 @@ def run_dirs(workspace: str) -> list[str]:
     return names
 
 
-def find_mailboxes(workspace: str) -> list[Mailbox]:
-    """Every mailbox folder that exists in `workspace`, whatever the engine version.
+@dataclass
+class Survey:
+    """One look at a workspace: its mailboxes, the folders to watch, and refused symlinks."""
 
-    A mailbox whose folder resolves outside the workspace is left out (see
-    `escaped_mailboxes` to report it).
+    mailboxes: list[Mailbox]
+    watch: list[str]
+    escaped: list[str]
+
+
+class _Boundary:
+    """Answers "is this symlink still inside the workspace?", resolving the workspace once."""
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = workspace
+        self._real: str | None = None
+
+    def allows(self, path: str, is_link: bool) -> bool:
+        # A real (non-link) entry inside a folder that is inside stays inside: no syscalls.
+        if not is_link:
+            return True
+        if self._real is None:
+            self._real = os.path.realpath(self.workspace)
+        return inside(path, self._real)
+
+
+def _lstat_dir(path: str) -> tuple[bool, bool]:
+    """(exists as a folder, is a symlink) for `path`, with one lstat (and a stat for links)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False, False
+    if stat.S_ISLNK(st.st_mode):
+        return os.path.isdir(path), True
+    return stat.S_ISDIR(st.st_mode), False
+
+
+def survey(workspace: str) -> Survey:
+    """Every mailbox of `workspace` whatever the engine version, the folders to watch (not
+    recursively) to see new requests appear, and mailbox folders refused because they
+    lead outside the workspace. Costs a handful of syscalls when nothing is a symlink.
+
+    Watched: the workspace (for `.delta` being created), `.delta/` (new runs, LATEST, a
+    shared mailbox), each mailbox, and each run folder without a mailbox yet.
     """
-    workspace = os.path.abspath(workspace)
-    delta = os.path.join(workspace, DELTA_DIR)
-    if not os.path.isdir(delta):
-        return []
-    workspace_real = os.path.realpath(workspace)
-    found: list[Mailbox] = []
-    shared = os.path.join(delta, INTERACTION)
-    if os.path.isdir(shared) and inside(shared, workspace_real):
-        layout, run_id, meta = latest_run(workspace)
-        found.append(Mailbox(workspace, shared, layout, run_id, meta))
-    has_latest = os.path.exists(os.path.join(delta, LATEST_FILE))
+    if not os.path.isabs(workspace):
+        workspace = os.path.abspath(workspace)
+    sep = os.sep
+    boundary = _Boundary(workspace)
+    delta = f"{workspace.rstrip(sep)}{sep}{DELTA_DIR}"
+    result = Survey([], [workspace], [])
+    is_dir, is_link = _lstat_dir(delta)
+    if not is_dir:
+        return result
+    if not boundary.allows(delta, is_link):
+        result.escaped.append(delta)
+        return result
+    result.watch.append(delta)
+    runs: list[tuple[str, bool]] = []
+    has_latest = False
+    try:
+        with os.scandir(delta) as entries:
+            for entry in entries:
+                name = entry.name
+                if name == LATEST_FILE:
+                    has_latest = True
+                if name.startswith(".") or name in _NOT_RUNS or not is_safe_run_id(name):
+                    continue
+                try:
+                    if entry.is_dir():
+                        runs.append((name, entry.is_symlink()))
+                except OSError:
+                    continue
+    except OSError:
+        return result
+    runs.sort()
+    shared = f"{delta}{sep}{INTERACTION}"
+    is_dir, is_link = _lstat_dir(shared)
+    if is_dir:
+        if boundary.allows(shared, is_link):
+            layout, run_id, meta = latest_run(workspace)
+            result.mailboxes.append(Mailbox(workspace, shared, layout, run_id, meta))
+            result.watch.append(shared)
+        else:
+            result.escaped.append(shared)
     per_run_layout = Layout.v1_4 if has_latest else Layout.v1_10
-    for name in run_dirs(workspace):
-        directory = os.path.join(delta, name, INTERACTION)
-        if os.path.isdir(directory) and inside(directory, workspace_real):
-            meta = os.path.join(delta, name, METADATA_FILE)
-            found.append(Mailbox(workspace, directory, per_run_layout, name, meta))
-    return found
+    for name, run_is_link in runs:
+        run = f"{delta}{sep}{name}"
+        if not boundary.allows(run, run_is_link):
+            continue
+        directory = f"{run}{sep}{INTERACTION}"
+        is_dir, is_link = _lstat_dir(directory)
+        if not is_dir:
+            result.watch.append(run)
+        elif boundary.allows(directory, is_link or run_is_link):
+            meta = f"{run}{sep}{METADATA_FILE}"
+            result.mailboxes.append(Mailbox(workspace, directory, per_run_layout, name, meta))
+            result.watch.append(directory)
+        else:
+            result.escaped.append(directory)
+    return result
+
+
+def find_mailboxes(workspace: str) -> list[Mailbox]:
+    """Every mailbox folder in `workspace` that stays inside it."""
+    return survey(workspace).mailboxes
 
 
 def escaped_mailboxes(workspace: str) -> list[str]:
     """Mailbox folders of `workspace` that resolve outside it (to log and refuse)."""
-    workspace = os.path.abspath(workspace)
-    delta = os.path.join(workspace, DELTA_DIR)
-    workspace_real = os.path.realpath(workspace)
-    candidates = [os.path.join(delta, INTERACTION)]
-    candidates += [os.path.join(delta, n, INTERACTION) for n in run_dirs(workspace)]
-    return [c for c in candidates if os.path.isdir(c) and not inside(c, workspace_real)]
+    return survey(workspace).escaped
 
 
 def watch_dirs(workspace: str) -> list[str]:
-    """The folders to watch (not recursively) to see every request of `workspace` appear.
-
-    The workspace itself (for `.delta` being created), `.delta/` (new runs, LATEST, a
-    shared mailbox), each existing mailbox, and each run folder without one yet.
-    """
-    workspace = os.path.abspath(workspace)
-    delta = os.path.join(workspace, DELTA_DIR)
-    if not os.path.isdir(delta):
-        return [workspace]
-    workspace_real = os.path.realpath(workspace)
-    if not inside(delta, workspace_real):
-        return [workspace]
-    dirs = [workspace, delta]
-    shared = os.path.join(delta, INTERACTION)
-    if os.path.isdir(shared) and inside(shared, workspace_real):
-        dirs.append(shared)
-    for name in run_dirs(workspace):
-        run = os.path.join(delta, name)
-        interaction = os.path.join(run, INTERACTION)
-        if os.path.isdir(interaction):
-            if inside(interaction, workspace_real):
-                dirs.append(interaction)
-        elif inside(run, workspace_real):
-            dirs.append(run)
-    return dirs
+    """The folders to watch for `workspace` (see `survey`)."""
+    return survey(workspace).watch

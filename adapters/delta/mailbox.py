@@ -27,6 +27,7 @@ from adapters.delta.layout import (
 
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_METADATA_BYTES = 1024 * 1024
+METADATA_TEXT_MAX = 4000  # per field: a task can be long, but not a chat message
 RUN_STATUSES = frozenset({"RUNNING", "WAITING_FOR_INPUT", "COMPLETED", "FAILED", "INTERRUPTED"})
 
 
@@ -159,10 +160,15 @@ def read_request(mailbox: Mailbox) -> DeltaRequest:
     return parse_request(read_bytes(path, mailbox.workspace, MAX_REQUEST_BYTES), path)
 
 
+class MetadataUnreadable(Exception):
+    """`metadata.json` exists but does not parse (yet): the engine may be rewriting it."""
+
+
 def read_metadata(mailbox: Mailbox) -> tuple[str | None, dict[str, Any]]:
-    """The run id and the usable fields of the run's `metadata.json` ({} when unreadable).
+    """The run id and the usable fields of the run's `metadata.json` ({} when there is none).
 
     For a shared mailbox, LATEST is read again now: the latest run changes between asks.
+    Raises MetadataUnreadable when the file is there but cannot be parsed.
     """
     run_id, meta_path = mailbox.run_id, mailbox.metadata_path
     if mailbox.layout in ("v1.2", "v1.3"):
@@ -171,15 +177,17 @@ def read_metadata(mailbox: Mailbox) -> tuple[str | None, dict[str, Any]]:
         return run_id, {}
     try:
         raw = json.loads(read_bytes(meta_path, mailbox.workspace, MAX_METADATA_BYTES).decode("utf-8"))
-    except (MailboxError, UnicodeDecodeError, ValueError, RecursionError):
+    except MailboxGone:
         return run_id, {}
+    except (MailboxError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise MetadataUnreadable(f"{meta_path}: {exc}") from None
     if not isinstance(raw, dict):
-        return run_id, {}
+        raise MetadataUnreadable(f"{meta_path}: not a JSON object")
     meta: dict[str, Any] = {}
     for key in ("run_id", "agent_ref", "task", "status", "start_time", "hostname", "error"):
         value = raw.get(key)
         if isinstance(value, str):
-            meta[key] = value
+            meta[key] = value[:METADATA_TEXT_MAX]
     for key in ("iterations_completed", "pid"):
         value = raw.get(key)
         if isinstance(value, int) and not isinstance(value, bool):

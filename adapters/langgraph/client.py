@@ -8,6 +8,7 @@ what the LangGraph API documents raises `LangGraphError`; nothing here logs head
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,12 @@ from typing import Any
 import httpx
 
 MAX_REPLY_BYTES = 16 * 1024 * 1024
+# langgraph's own config key (langgraph.pregel.remote sends it too): refuse a resume whose
+# interrupt id is not pending instead of falling back to the task's next interrupt.
+STRICT_RESUME_KEY = "__pregel_strict_resume"
+# Interrupt ids a resume map accepts (xxh3-128 hex digests); older servers used other ids
+# and only understand a bare resume value.
+_INTERRUPT_ID = re.compile(r"[0-9a-f]{32}")
 THREAD_FIELDS = ["thread_id", "status", "state_updated_at", "metadata", "interrupts"]
 
 
@@ -47,8 +54,14 @@ class ThreadInfo:
     metadata: dict[str, Any] = field(default_factory=dict)
     interrupts: tuple[PendingInterrupt, ...] = ()
 
+    @property
+    def waiting(self) -> bool:
+        """Waits for a resume. `error` counts when interrupts are still pending: a resume
+        refused by LangGraph (strict resume, stale interrupt id) leaves the thread so."""
+        return self.status == "interrupted" or (self.status == "error" and bool(self.interrupts))
+
     def pending(self, interrupt_id: str) -> bool:
-        return self.status == "interrupted" and any(i.id == interrupt_id for i in self.interrupts)
+        return self.waiting and any(i.id == interrupt_id for i in self.interrupts)
 
 
 class LangGraphClient:
@@ -121,16 +134,29 @@ class LangGraphClient:
         return found[0] if found else None
 
     async def resume(
-        self, thread_id: str, *, assistant_id: str, resume: Any, metadata: Mapping[str, Any]
+        self,
+        thread_id: str,
+        *,
+        interrupt_id: str,
+        value: Any,
+        assistant_id: str,
+        metadata: Mapping[str, Any],
     ) -> dict[str, Any]:
-        """Start a run that resumes the thread with `Command(resume=resume)`. A busy thread
-        is refused (409) instead of queued: the caller checked the interrupt is pending."""
-        body = {
+        """Start a run that answers exactly one interrupt with `value`.
+
+        The resume is addressed by interrupt id and marked strict, so a resume that arrives
+        late (after the thread moved on to another question) is refused by LangGraph instead
+        of answering the wrong question. A busy thread is refused (409) instead of queued.
+        """
+        addressed = _INTERRUPT_ID.fullmatch(interrupt_id) is not None
+        body: dict[str, Any] = {
             "assistant_id": assistant_id,
-            "command": {"resume": resume},
+            "command": {"resume": {interrupt_id: value} if addressed else value},
             "metadata": dict(metadata),
             "multitask_strategy": "reject",
         }
+        if addressed:
+            body["config"] = {"configurable": {STRICT_RESUME_KEY: True}}
         reply = await self._call("POST", f"/threads/{thread_id}/runs", body)
         if not isinstance(reply, dict) or "run_id" not in reply:
             raise LangGraphError("the resume call did not return a run")
@@ -195,9 +221,13 @@ def _thread_info(item: dict[str, Any]) -> ThreadInfo:
             if not isinstance(task_interrupts, list):
                 raise LangGraphError(f"thread {thread_id}: interrupts are not lists")
             for entry in task_interrupts:
-                if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+                # `interrupt_id` is what servers before langgraph 0.4 called it
+                if not isinstance(entry, dict):
+                    raise LangGraphError(f"thread {thread_id}: an interrupt is not an object")
+                interrupt_id = entry.get("id") or entry.get("interrupt_id")
+                if not isinstance(interrupt_id, str) or not interrupt_id:
                     raise LangGraphError(f"thread {thread_id}: an interrupt without id")
-                interrupts.append(PendingInterrupt(entry["id"], entry.get("value")))
+                interrupts.append(PendingInterrupt(interrupt_id, entry.get("value")))
     elif raw_interrupts is not None:
         raise LangGraphError(f"thread {thread_id}: interrupts is not an object")
     return ThreadInfo(

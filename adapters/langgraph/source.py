@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from starlette.routing import BaseRoute
 
 from adapters.langgraph.client import LangGraphClient, LangGraphError, ThreadInfo
-from adapters.langgraph.mapping import ResumeError, ResumePlan, map_interrupt, resume_value
-from adapters.langgraph.mapping import safe_context_value as _context_value
+from adapters.langgraph.mapping import map_interrupt, safe_context_value
+from adapters.langgraph.resume import ResumeError, ResumePlan, resume_value
 from bridge.config import Duration
 from bridge.models import OPEN_STATES, Question, QuestionKind, RequestIn
 from bridge.ports import DeliveryError, Outcome, RequestSink
@@ -36,16 +36,17 @@ RUN_METADATA_KEY = "hitl_bridge_request_id"
 
 
 class LangGraphConfig(BaseModel):
-    """The `sources: - type: langgraph` section."""
+    """The `sources: - type: langgraph` section (see docs/readme/langgraph.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="langgraph", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    url: str = Field(pattern=r"^https?://", max_length=2000)
-    api_key_env: str | None = None  # name of the env var whose value is sent as the API key
+    base_url: str = Field(pattern=r"^https?://", max_length=2000)
+    api_key: SecretStr | None = None  # LangGraph Platform / LangSmith key, sent as X-Api-Key
+    api_key_env: str | None = None  # or: the name of the env var that holds it
     api_key_header: str = "X-Api-Key"
-    headers: dict[str, str] = Field(default_factory=dict)  # e.g. Authorization: "Bearer ${TOKEN}"
-    poll_interval: Duration = timedelta(seconds=5)
+    headers: dict[str, SecretStr] = Field(default_factory=dict)  # e.g. Authorization: Bearer ${T}
+    poll_every: Duration = timedelta(seconds=5)
     page_size: int = Field(default=100, ge=1, le=1000)
     max_threads: int = Field(default=10_000, ge=1)
     metadata: dict[str, Any] = Field(default_factory=dict)  # only threads whose metadata matches
@@ -56,14 +57,14 @@ class LangGraphConfig(BaseModel):
 def build_source(section: dict[str, Any], ctx: AdapterContext) -> LangGraphSource:
     """Registry factory for `type: langgraph`."""
     config = ctx.parse(LangGraphConfig, section)
-    headers = dict(config.headers)
+    headers = {name: value.get_secret_value() for name, value in config.headers.items()}
+    key = config.api_key.get_secret_value() if config.api_key is not None else ""
     if config.api_key_env:
-        key = os.environ.get(config.api_key_env)
+        key = os.environ.get(config.api_key_env, "")
         if not key:
             raise ctx.error("api_key_env", f"environment variable {config.api_key_env} is not set")
+    if key:
         headers[config.api_key_header] = key
-    if config.poll_interval <= timedelta(0):
-        raise ctx.error("poll_interval", "must be more than 0 seconds")
     return LangGraphSource(config, headers=headers, store=ctx.store)
 
 
@@ -82,21 +83,20 @@ class LangGraphSource:
         self.config = config
         self.store = store
         self.client = client or LangGraphClient(
-            config.url, headers=headers, timeout_s=config.timeout.total_seconds()
+            config.base_url, headers=headers, timeout_s=config.timeout.total_seconds()
         )
         self.last_error: str | None = None
         self.scans = 0
         self._seen: dict[str, str] = {}  # thread id → state_updated_at at the last poll
         self._known: dict[str, set[str]] = {}  # thread id → interrupt ids we hold requests for
         self._seeded = False
-        self._scanned = asyncio.Event()
 
     # -- polling ---------------------------------------------------------------------------
 
     async def run(self, sink: RequestSink) -> None:
         """Poll until cancelled. An unreachable or misbehaving server is logged and retried
         at the next interval; it never stops the source."""
-        interval = self.config.poll_interval.total_seconds()
+        interval = self.config.poll_every.total_seconds()
         while True:
             try:
                 await self.scan(sink)
@@ -104,7 +104,6 @@ class LangGraphSource:
                 if str(exc) != self.last_error:
                     log.warning("langgraph source %s: poll failed: %s", self.name, exc)
                 self.last_error = str(exc)
-            self._scanned.set()
             await asyncio.sleep(interval)
 
     async def scan(self, sink: RequestSink) -> int:
@@ -118,6 +117,10 @@ class LangGraphSource:
             max_threads=self.config.max_threads,
             metadata=self.config.metadata or None,
         )
+        if len(listing) >= self.config.max_threads and self.scans == 0:
+            log.warning("langgraph source %s: %d or more interrupted threads; only the first %d "
+                        "are picked up (raise max_threads or narrow with metadata)",
+                        self.name, len(listing), self.config.max_threads)
         changed = [t for t, stamp in listing.items() if self._seen.get(t) != stamp]
         # Threads we hold requests for that the listing no longer shows: look them up one
         # by one rather than trust paging (a thread leaving mid-listing shifts the pages).
@@ -134,21 +137,25 @@ class LangGraphSource:
         return created
 
     async def _reconcile(self, sink: RequestSink, thread_id: str, info: ThreadInfo | None) -> int:
-        pending = {i.id: i for i in info.interrupts} if info and info.status == "interrupted" else {}
-        created = 0
+        if info is not None and info.status in ("busy", "pending"):
+            # Running right now (a resume of one of several interrupts, or a run started
+            # elsewhere): its interrupts are not listed while it runs. Decide next poll.
+            return 0
+        pending = {i.id: i.value for i in info.interrupts} if info is not None and info.waiting else {}
         for interrupt_id in sorted(self._known.get(thread_id, set()) - set(pending)):
             why = "the thread was deleted" if info is None else (
-                "the thread was resumed outside the bridge")
+                "the thread's run failed" if info.status == "error"
+                else "the thread was resumed outside the bridge")
             await sink.withdraw(self.name, f"{thread_id}:{interrupt_id}", why)
-        assert info is not None or not pending
-        for interrupt_id, pending_interrupt in pending.items():
-            request = self._request_for(info, interrupt_id, pending_interrupt.value)  # type: ignore[arg-type]
-            if request is None:
-                continue
-            _, new = await sink.submit(request, source=self.name,
-                                       source_ref=self._source_ref(info, interrupt_id,  # type: ignore[arg-type]
-                                                                   pending_interrupt.value))
-            created += int(new)
+        created = 0
+        if info is not None:
+            for interrupt_id, value in pending.items():
+                submission = self._submission(info, interrupt_id, value)
+                if submission is None:
+                    continue
+                request, source_ref = submission
+                _, new = await sink.submit(request, source=self.name, source_ref=source_ref)
+                created += int(new)
         if pending:
             self._known[thread_id] = set(pending)
         else:
@@ -175,9 +182,20 @@ class LangGraphSource:
                 return
             offset += 500
 
-    def _request_for(self, info: ThreadInfo, interrupt_id: str, value: Any) -> RequestIn | None:
+    def _submission(
+        self, info: ThreadInfo, interrupt_id: str, value: Any
+    ) -> tuple[RequestIn, dict[str, Any]] | None:
+        """The request for one pending interrupt and the reference `deliver` needs."""
         mapping = map_interrupt(value)
         graph_id = _short_str(info.metadata.get("graph_id"), 500)
+        assistant = (self.config.assistant_id
+                     or _short_str(info.metadata.get("assistant_id"), 200) or graph_id)
+        source_ref = {
+            "thread_id": info.thread_id,
+            "interrupt_id": interrupt_id,
+            "assistant_id": assistant,
+            "plan": mapping.plan.to_json(),
+        }
         base: dict[str, Any] = {
             "external_id": f"{info.thread_id}:{interrupt_id}",
             "engine": "langgraph",
@@ -185,23 +203,23 @@ class LangGraphSource:
             "agent": graph_id,
             "tool": mapping.tool,
             "context": {
-                "server": self.config.url,
+                "server": self.config.base_url,
                 "thread_id": info.thread_id,
                 "graph_id": graph_id,
                 "interrupt_id": interrupt_id,
-                "interrupt": _context_value(value),
+                "interrupt": safe_context_value(value),
             },
             "labels": _labels(info.metadata),
         }
         try:
             return RequestIn(title=mapping.title, description=mapping.description,
-                             questions=mapping.questions, **base)
+                             questions=mapping.questions, **base), source_ref
         except ValidationError as exc:
             # A value shape we map but the model refuses (odd sizes...): ask as plain text.
             log.warning("langgraph source %s: thread %s interrupt %s shown as text: %s",
                         self.name, info.thread_id, interrupt_id, exc.errors()[0]["msg"])
         try:
-            return RequestIn(
+            request = RequestIn(
                 title="LangGraph interrupt",
                 questions=[Question(id="answer", kind=QuestionKind.text,
                                     prompt="The graph is waiting for your input (see context).")],
@@ -211,21 +229,7 @@ class LangGraphSource:
             log.warning("langgraph source %s: thread %s interrupt %s skipped: %s",
                         self.name, info.thread_id, interrupt_id, exc.errors()[0]["msg"])
             return None
-
-    def _source_ref(self, info: ThreadInfo, interrupt_id: str, value: Any) -> dict[str, Any]:
-        mapping = map_interrupt(value)
-        assistant = self.config.assistant_id or _short_str(info.metadata.get("assistant_id"), 200) \
-            or _short_str(info.metadata.get("graph_id"), 200)
-        return {
-            "thread_id": info.thread_id,
-            "interrupt_id": interrupt_id,
-            "assistant_id": assistant,
-            "plan": mapping.plan.to_json(),
-        }
-
-    async def wait_scanned(self) -> None:
-        """Return once at least one poll has run (tests, readiness)."""
-        await self._scanned.wait()
+        return request, {**source_ref, "plan": ResumePlan(shape="plain").to_json()}
 
     # -- write-back ------------------------------------------------------------------------
 
@@ -245,14 +249,17 @@ class LangGraphSource:
             value = resume_value(plan, answer.values, answer.reason)
         except ResumeError as exc:
             raise DeliveryError(f"cannot build the resume value: {exc}", permanent=True) from None
-        where = f"LangGraph {self.config.url} thread {thread_id}"
+        where = f"LangGraph {self.config.base_url} thread {thread_id}"
         try:
             info = await self.client.thread(thread_id)
             if info is None:
                 raise DeliveryError(f"{where}: the thread no longer exists", permanent=True)
+            if info.status in ("busy", "pending"):
+                raise DeliveryError(f"{where}: the thread is running; resuming after its run ends")
+            # An earlier attempt whose reply was lost may have landed: never resume twice.
+            if await self._already_resumed(thread_id, request.id):
+                return
             if not info.pending(interrupt_id):
-                if await self._already_resumed(thread_id, request.id):
-                    return
                 raise DeliveryError(
                     f"{where}: no longer waits for interrupt {interrupt_id} "
                     "(resumed outside the bridge)", permanent=True)
@@ -260,9 +267,8 @@ class LangGraphSource:
             if not isinstance(assistant, str) or not assistant:
                 raise DeliveryError(f"{where}: no assistant id to resume with; set "
                                     "`assistant_id` in the source config", permanent=True)
-            resume = value if len(info.interrupts) == 1 else {interrupt_id: value}
             await self.client.resume(
-                thread_id, assistant_id=assistant, resume=resume,
+                thread_id, interrupt_id=interrupt_id, value=value, assistant_id=assistant,
                 metadata={RUN_METADATA_KEY: request.id,
                           "hitl_bridge_answered_by": answer.responder.key},
             )

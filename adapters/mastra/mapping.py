@@ -146,7 +146,7 @@ def suspended_steps(workflow: str, run: Any) -> list[SuspendedStep]:
     if isinstance(snap, str):
         try:
             snap = json.loads(snap)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise InvalidSnapshot(f"run {run['runId']}: snapshot is not JSON") from None
     if not isinstance(snap, dict):
         raise InvalidSnapshot(f"run {run['runId']}: snapshot is not an object")
@@ -176,7 +176,11 @@ def step_to_request(step: SuspendedStep) -> tuple[RequestIn, Shape]:
         run_id=step.run_id[:200],
         agent=step.workflow[:500],
         tool=step.step[:200],
-        context={"workflow": step.workflow, "step": step.step, **({"details": shape.details} if shape.details else {})},
+        context={
+            "workflow": step.workflow,
+            "step": step.step,
+            **({"details": fit_json(shape.details)} if shape.details else {}),
+        },
         labels={"workflow": step.workflow[:500], "kind": "workflow"},
         questions=[shape_to_question(shape)],
     )
@@ -227,7 +231,7 @@ def task_to_request(task: WaitingTask) -> tuple[RequestIn, Shape]:
     context: dict[str, Any] = {"inbox": task.inbox, "task": task.task_id}
     data = payload.get("data")
     if data is not None:
-        context["data"] = data
+        context["data"] = fit_json(data)
     request = RequestIn(
         external_id=task.external_id[:200],
         title=task.title[:500],
@@ -240,3 +244,25 @@ def task_to_request(task: WaitingTask) -> tuple[RequestIn, Shape]:
         questions=[shape_to_question(shape)],
     )
     return request, shape
+
+
+def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
+    """`value` itself when it nests at most `max_depth` levels, else its JSON text, cut short
+    (context shown to people must stay shallow; the engine's own data is never altered)."""
+    if _nesting(value, 0, max_depth) <= max_depth:
+        return value
+    try:
+        text = json.dumps(value, default=str)
+    except (ValueError, RecursionError):
+        text = "[too deeply nested to show]"
+    return text[:max_chars]
+
+
+def _nesting(value: Any, level: int, limit: int) -> int:
+    if level > limit:
+        return level
+    if isinstance(value, dict):
+        return max((_nesting(v, level + 1, limit) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_nesting(v, level + 1, limit) for v in value), default=level + 1)
+    return level

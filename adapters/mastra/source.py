@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -22,6 +24,8 @@ from starlette.routing import BaseRoute
 from adapters.mastra.mapping import (
     InvalidSnapshot,
     Shape,
+    SuspendedStep,
+    WaitingTask,
     answer_value,
     step_to_request,
     suspended_steps,
@@ -79,8 +83,9 @@ class MastraSource:
         # scope ("wf:<id>" / "inbox:<id>") → external ids of open requests seen there
         self.known: dict[str, set[str]] = {}
         self.ambiguous: set[str] = set()  # request ids whose last resume got no clear reply
+        self.unusable: set[str] = set()  # suspensions that cannot be shown (logged once)
         self.polls = 0
-        self.last_error: str | None = None
+        self.errors: dict[str, str] = {}  # scope → why its last listing failed (cleared on success)
 
     def http_routes(self) -> Sequence[BaseRoute]:
         return []
@@ -101,8 +106,7 @@ class MastraSource:
             return
         offset = 0
         while True:
-            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name,
-                                                   limit=500, offset=offset)
+            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500, offset=offset)
             for request in batch:
                 scope = request.source_ref.get("scope")
                 if isinstance(scope, str) and request.external_id:
@@ -121,19 +125,27 @@ class MastraSource:
 
     async def _scan(self, sink: RequestSink, scope: str, listing: Any) -> None:
         try:
-            found: list[tuple[RequestIn, dict[str, Any]]] = await listing
+            found, complete = await listing
         except (httpx.HTTPError, EngineUnreadable) as exc:
-            self.last_error = f"{scope}: {_describe(exc)}"
+            self.errors[scope] = _describe(exc)
             log.warning("mastra source %s: cannot list %s: %s", self.name, scope, _describe(exc))
             return
-        self.last_error = None
-        seen = {req.external_id for req, _ in found if req.external_id}
+        self.errors.pop(scope, None)
+        seen = {item.external_id for item in found}
         known = self.known.setdefault(scope, set())
-        for request, ref in found:
-            if request.external_id in known:
+        for item in found:
+            if item.external_id in known or item.external_id in self.unusable:
+                continue  # already a request (or already reported): no mapping, no store access
+            try:
+                request, ref = item.build()
+            except ValueError as exc:  # pydantic's ValidationError included
+                log.warning("mastra source %s: cannot show %s: %s", self.name, item.external_id, exc)
+                self.unusable.add(item.external_id)
                 continue
             await sink.submit(request, source=self.name, source_ref={**ref, "scope": scope})
-            known.add(request.external_id or "")
+            known.add(item.external_id)
+        if not complete:
+            return  # an entry could not be read: absence proves nothing this time
         for gone in sorted(known - seen):
             await sink.withdraw(self.name, gone, "resumed outside the bridge (no longer suspended in Mastra)")
             known.discard(gone)
@@ -144,13 +156,15 @@ class MastraSource:
             raise EngineUnreadable(f"HTTP {reply.status_code} from GET {path}: {_error_text(reply)}")
         try:
             return reply.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             raise EngineUnreadable(f"GET {path} did not answer JSON") from None
 
-    async def _list_workflow(self, workflow: str) -> list[tuple[RequestIn, dict[str, Any]]]:
+    async def _list_workflow(self, workflow: str) -> tuple[list[Found], bool]:
+        """Every waiting step of `workflow`, and whether every run in the listing was readable."""
         path = f"/api/workflows/{quote(workflow, safe='')}/runs"
         size = self.config.page_size
-        out: list[tuple[RequestIn, dict[str, Any]]] = []
+        out: list[Found] = []
+        complete = True
         for page in range(MAX_PAGES):
             body = await self._get_json(path, {"status": "suspended", "page": page, "perPage": size})
             runs = body.get("runs") if isinstance(body, dict) else None
@@ -162,19 +176,19 @@ class MastraSource:
                     steps = suspended_steps(workflow, run)
                 except InvalidSnapshot as exc:
                     log.warning("mastra source %s: skipping a run of %s: %s", self.name, workflow, exc)
+                    complete = False
                     continue
-                for step in steps:
-                    request, shape = step_to_request(step)
-                    out.append((request, _ref("workflow", shape, workflow=workflow, run_id=step.run_id, step=step.step)))
+                out.extend(Found(step.external_id[:200], partial(_workflow_item, step)) for step in steps)
             fetched = (page + 1) * size
             if not runs or len(runs) < size or (isinstance(total, int) and fetched >= total):
-                return out
-        return out
+                return out, complete
+        return out, False
 
-    async def _list_inbox(self, inbox: str) -> list[tuple[RequestIn, dict[str, Any]]]:
+    async def _list_inbox(self, inbox: str) -> tuple[list[Found], bool]:
         path = f"/api/inboxes/{quote(inbox, safe='')}/tasks"
         size = self.config.page_size
-        out: list[tuple[RequestIn, dict[str, Any]]] = []
+        out: list[Found] = []
+        complete = True
         for page in range(MAX_PAGES):
             body = await self._get_json(path, {"status": "waiting_for_input", "page": page, "perPage": size})
             tasks = body.get("tasks") if isinstance(body, dict) else None
@@ -185,15 +199,15 @@ class MastraSource:
                     task = waiting_task(inbox, raw)
                 except InvalidSnapshot as exc:
                     log.warning("mastra source %s: skipping a task of %s: %s", self.name, inbox, exc)
+                    complete = False
                     continue
                 if task is not None:
-                    request, shape = task_to_request(task)
-                    out.append((request, _ref("inbox", shape, inbox=inbox, task_id=task.task_id)))
+                    out.append(Found(task.external_id[:200], partial(_task_item, task)))
             paging = body.get("pagination") if isinstance(body, dict) else None
             more = isinstance(paging, dict) and paging.get("hasMore") is True
             if not tasks or not more:
-                return out
-        return out
+                return out, complete
+        return out, False
 
     # -- writing back -------------------------------------------------------------------
     async def deliver(self, outcome: Outcome) -> None:
@@ -211,7 +225,24 @@ class MastraSource:
             params, body = {}, {"payload": value}
         else:
             raise DeliveryError("the request carries no Mastra reference", permanent=True)
-        await self._post_resume(outcome.request.id, path, params, body)
+        rid = outcome.request.id
+        if rid in self.ambiguous and not await self._still_waiting(ref, outcome.request.external_id or ""):
+            # the earlier attempt got no clear reply and the step no longer waits: it landed.
+            # (Resuming again could answer a new suspension of the same step.)
+            self.ambiguous.discard(rid)
+            return
+        await self._post_resume(rid, path, params, body)
+
+    async def _still_waiting(self, ref: dict[str, Any], external_id: str) -> bool:
+        """Is this exact suspension (step + suspendedAt) still listed by the engine?"""
+        try:
+            if ref.get("kind") == "workflow":
+                found, _ = await self._list_workflow(ref["workflow"])
+            else:
+                found, _ = await self._list_inbox(ref["inbox"])
+        except (httpx.HTTPError, EngineUnreadable) as exc:
+            raise DeliveryError(f"cannot check whether Mastra still waits: {_describe(exc)}") from None
+        return any(item.external_id == external_id for item in found)
 
     async def _post_resume(self, request_id: str, path: str, params: dict[str, str], body: dict[str, Any]) -> None:
         try:
@@ -236,10 +267,28 @@ class MastraSource:
             raise DeliveryError(f"Mastra answered HTTP {reply.status_code}: {_error_text(reply)}")
         try:
             reply.json()
-        except ValueError:
+        except (ValueError, RecursionError):
             self.ambiguous.add(request_id)
             raise DeliveryError(f"Mastra answered POST {path} with something that is not JSON") from None
         self.ambiguous.discard(request_id)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One waiting step or task in a listing; `build` maps it only when it is new."""
+
+    external_id: str
+    build: Callable[[], tuple[RequestIn, dict[str, Any]]]
+
+
+def _workflow_item(step: SuspendedStep) -> tuple[RequestIn, dict[str, Any]]:
+    request, shape = step_to_request(step)
+    return request, _ref("workflow", shape, workflow=step.workflow, run_id=step.run_id, step=step.step)
+
+
+def _task_item(task: WaitingTask) -> tuple[RequestIn, dict[str, Any]]:
+    request, shape = task_to_request(task)
+    return request, _ref("inbox", shape, inbox=task.inbox, task_id=task.task_id)
 
 
 def _ref(kind: Literal["workflow", "inbox"], shape: Shape, **ids: str) -> dict[str, Any]:
@@ -252,7 +301,7 @@ def _ref(kind: Literal["workflow", "inbox"], shape: Shape, **ids: str) -> dict[s
 def _error_text(reply: httpx.Response) -> str:
     try:
         body = reply.json()
-    except ValueError:
+    except (ValueError, RecursionError):
         return reply.text[:200] or reply.reason_phrase
     if isinstance(body, dict) and isinstance(body.get("error"), str):
         return body["error"][:200]

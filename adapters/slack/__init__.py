@@ -15,4 +15,4 @@ __all__ = ["SlackChannel", "SlackSettings", "build_channel"]
 def build_channel(section: dict[str, Any], ctx: AdapterContext) -> SlackChannel:
     """Factory named in `bridge.registry.CHANNELS`."""
     settings = ctx.parse(SlackSettings, section)
-    return SlackChannel(settings, store=ctx.store)
+    return SlackChannel(settings)

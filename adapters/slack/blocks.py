@@ -6,6 +6,7 @@ pressed in `action_id`; nothing secret is ever put in a message.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from adapters.slack.text import clock, escape, mrkdwn, plain, show_value, slack_date, truncate, who
@@ -55,13 +56,14 @@ def message_metadata(request: Request, target: str) -> dict[str, Any]:
             "event_payload": {"request_id": request.id, "target": target}}
 
 
-def request_blocks(request: Request) -> list[dict[str, Any]]:
-    """The whole message for `request`: controls while open, the outcome once closed."""
+def request_blocks(request: Request, voters: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The whole message for `request`: controls while open (with the votes so far, for a
+    quorum), the outcome once closed. `voters` are mentions or names, already escaped."""
     blocks = _summary_blocks(request)
     if request.is_open:
         blocks.extend(_question_blocks(request))
         blocks.append(_controls(request))
-        blocks.append(_footer(request))
+        blocks.append(_footer(request, voters))
     else:
         blocks.append({"type": "section", "text": mrkdwn(outcome_text(request))})
     return blocks
@@ -158,8 +160,10 @@ def _controls(request: Request) -> dict[str, Any]:
     return {"type": "actions", "block_id": controls_block_id(request.id), "elements": elements}
 
 
-def _footer(request: Request) -> dict[str, Any]:
+def _footer(request: Request, voters: Sequence[str]) -> dict[str, Any]:
     parts = []
+    if voters:
+        parts.append(truncate(f"Votes so far: {', '.join(voters)}", 1000))
     if request.deadline is not None:
         parts.append(f"Answer by {slack_date(request.deadline)}")
     if request.escalation_level:

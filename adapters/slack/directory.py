@@ -11,7 +11,7 @@ import time
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.calls import Retrier, response_data
+from adapters.slack.calls import Retrier, SlackCallFailed, response_data
 
 
 class Directory:
@@ -20,6 +20,7 @@ class Directory:
         self.retrier = retrier
         self.ttl_s = ttl_s
         self._dms: dict[str, str] = {}
+        self._names: dict[str, str] = {}
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._lock = asyncio.Lock()
 
@@ -30,6 +31,17 @@ class Directory:
                 "conversations.open", lambda: self.client.conversations_open(users=user_id))
             self._dms[user_id] = str(response_data(response)["channel"]["id"])
         return self._dms[user_id]
+
+    async def user_name(self, user_id: str) -> str:
+        """A person's handle (users.info, cached); the id itself when Slack cannot say."""
+        if user_id not in self._names:
+            try:
+                user = response_data(await self.retrier.call(
+                    "users.info", lambda: self.client.users_info(user=user_id))).get("user", {})
+            except SlackCallFailed:
+                return user_id
+            self._names[user_id] = str(user.get("name") or user_id)[:100]
+        return self._names[user_id]
 
     async def group_members(self, handle: str) -> frozenset[str]:
         """User ids in the user group with `handle` (empty when there is no such group)."""

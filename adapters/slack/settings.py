@@ -20,6 +20,7 @@ class SlackSettings(BaseModel):
     backoff_s: float = Field(default=0.5, ge=0, le=60)  # first retry delay after 5xx/timeout
     usergroup_cache_s: float = Field(default=300.0, ge=0)
     max_body_bytes: int = Field(default=1_000_000, ge=10_000)
+    ack_budget_s: float = Field(default=2.0, gt=0, le=2.5)  # Slack wants an ack within 3 s
 
     @field_validator("api_url")
     @classmethod

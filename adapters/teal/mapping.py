@@ -49,7 +49,7 @@ class TealToolCall(BaseModel):
         if isinstance(self.arguments, str):
             try:
                 return json.loads(self.arguments)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return self.arguments
         return self.arguments or {}
 
@@ -120,7 +120,9 @@ def pause_to_request(pause: TealPause, *, agent: str, title: str | None = None) 
     calls = []
     for i, call in enumerate(pause.tool_calls):
         args = call.argument_object()
-        calls.append({"plugin": call.plugin_name, "function": call.function_name or call.name, "arguments": args})
+        calls.append(
+            {"plugin": call.plugin_name, "function": call.function_name or call.name, "arguments": fit_json(args)}
+        )
         questions.append(
             Question(
                 id=question_id(i),
@@ -165,3 +167,25 @@ def resume_body(state: str, answer: Answer | None) -> dict[str, str]:
 def resume_path(request_id: str) -> str:
     """The route under `{base}/{agent}/{version}`; the query string is not needed (the body decides)."""
     return f"/tealagents/v1alpha1/resume/{request_id}"
+
+
+def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
+    """`value` itself when it nests at most `max_depth` levels, else its JSON text, cut short
+    (context shown to people must stay shallow; the engine's own data is never altered)."""
+    if _nesting(value, 0, max_depth) <= max_depth:
+        return value
+    try:
+        text = json.dumps(value, default=str)
+    except (ValueError, RecursionError):
+        text = "[too deeply nested to show]"
+    return text[:max_chars]
+
+
+def _nesting(value: Any, level: int, limit: int) -> int:
+    if level > limit:
+        return level
+    if isinstance(value, dict):
+        return max((_nesting(v, level + 1, limit) for v in value.values()), default=level + 1)
+    if isinstance(value, list):
+        return max((_nesting(v, level + 1, limit) for v in value), default=level + 1)
+    return level

@@ -148,8 +148,9 @@ def private_keyboard(bot_username: str, token: str) -> InlineKeyboardMarkup:
     return InlineKeyboardMarkup([[InlineKeyboardButton("🔒 Reply in private", url=deep_link(bot_username, token))]])
 
 
-def force_reply(placeholder: str) -> ForceReply:
+def force_reply(placeholder: str, *, selective: bool = True) -> ForceReply:
+    """Opens the reply box; `selective` limits it to people mentioned in the message."""
     text = " ".join(placeholder.split()) or "Your answer"
     if len(text) > PLACEHOLDER_LIMIT:
         text = text[: PLACEHOLDER_LIMIT - 1] + "…"
-    return ForceReply(selective=True, input_field_placeholder=text)
+    return ForceReply(selective=selective, input_field_placeholder=text)

@@ -162,7 +162,7 @@ def outcome_line(request: Request) -> str:
 def closed_text(request: Request) -> str:
     """The message after the request closed: the request, then the outcome."""
     parts = request_parts(request)
-    parts.append(Part("\n\n" + outcome_line(request)))
+    parts.append(Part("\n\n" + outcome_line(request).replace("{", "{{").replace("}", "}}")))
     return fit(parts)
 
 

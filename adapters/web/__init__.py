@@ -1,24 +1,40 @@
-"""The web inbox channel (target `web`): requests are shown from the store at /inbox."""
+"""The web inbox channel (target `web`): every request is shown from the store at /inbox.
+
+Posting needs no platform call (the inbox reads the store, and its pages refresh themselves
+with ETag polling), so the web channel works with no account and no token at all.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 from starlette.routing import BaseRoute
 
+from adapters.web.auth import InboxAuth
+from adapters.web.pages import Inbox
+from adapters.web.settings import WebConfig
 from bridge.models import Request
 from bridge.ports import BridgeAPI, PostResult
 from bridge.registry import AdapterContext
+
+log = logging.getLogger("hitl_bridge.web")
 
 
 class WebChannel:
     name = "web"
     prefixes = ("web",)
 
-    def __init__(self, section: dict[str, Any], ctx: AdapterContext) -> None:
-        self.section = section
+    def __init__(self, config: WebConfig, ctx: AdapterContext) -> None:
+        self.config = config
+        http = ctx.settings.http
+        self.auth = InboxAuth(config, api_tokens=list(http.api_tokens), loopback_only=http.loopback_only,
+                              base_secret=ctx.settings.secrets.key)
+        self.inbox = Inbox(config, self.auth, ctx.clock)
         self.bridge: BridgeAPI | None = None
+        if config.session_secret is None and ctx.settings.secrets.key is None and not self.auth.open:
+            log.info("web: no session_secret or secrets.key: inbox logins end when the daemon restarts")
 
     def owns(self, target: str) -> bool:
         return target == "web" or target.startswith("web:")
@@ -30,17 +46,18 @@ class WebChannel:
         return None
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
-        return [PostResult(target=t) for t in targets]
+        """Nothing to send: the inbox lists every stored request; the copy is recorded."""
+        return [PostResult(target=t, ref={"path": f"/inbox/r/{request.id}"}) for t in targets]
 
     async def update(self, request: Request) -> None:
-        return None
+        return None  # open pages poll their fragment and see the change
 
     async def remind(self, request: Request, targets: Sequence[str]) -> None:
-        return None
+        return None  # the list shows the countdown; there is nobody to nudge
 
     def http_routes(self) -> Sequence[BaseRoute]:
-        return []
+        return self.inbox.routes()
 
 
 def build_channel(section: dict[str, Any], ctx: AdapterContext) -> WebChannel:
-    return WebChannel(section, ctx)
+    return WebChannel(ctx.parse(WebConfig, section), ctx)

@@ -105,6 +105,19 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def add_post(self, post: Post) -> None: ...
 
+    async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
+                           now: datetime) -> Request | None:
+        """Store the copies and events of one posting; when a copy is ok and the request is
+        still `pending`, move it to `posted` and return it (else None). Implementations may
+        do this in one transaction (SQLite does)."""
+        for post in posts:
+            await self.add_post(post)
+        for event in events:
+            await self.add_event(event.request_id, event.kind, event.actor, event.data, event.at)
+        if not any(p.ok for p in posts):
+            return None
+        return await self.transition(request_id, {RequestState.pending}, RequestState.posted, now=now)
+
     @abc.abstractmethod
     async def list_posts(self, request_id: str, channel: str | None = None) -> list[Post]: ...
 

@@ -24,7 +24,9 @@ from bridge.store.base import OutboxItem, Store, StoreError, Vote
 from bridge.store.codec import SCHEMA_VERSION
 from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode_opt, encode_text, redact_url
 
-_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
+# what a dropped connection looks like (server restart, failover, admin kill)
+_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError,
+         asyncpg.AdminShutdownError, TimeoutError)
 _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
 _MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
 _SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
@@ -73,7 +75,11 @@ class PostgresStore(Store):
             raise StoreError("store is not open")
         try:
             async with pool.acquire() as conn:
-                yield conn
+                try:
+                    yield conn
+                except _LOST:
+                    conn.terminate()  # never hand a half-dead connection out again; the pool replaces it
+                    raise
         except _LOST as exc:
             raise StoreError(f"PostgreSQL connection lost: {_reason(exc)}") from exc
 
@@ -84,28 +90,29 @@ class PostgresStore(Store):
 
     # requests -----------------------------------------------------------------------
     async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
-        async with self._txn() as conn:
+        # One statement (atomic on its own, one round trip): the event row is written only
+        # when the request row was. A concurrent twin waits for our commit, then does nothing.
+        async with self._conn() as conn:
             inserted = await conn.fetchval(
-                "INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, deadline, "
-                "next_reminder_at, next_escalation_at, body) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) "
-                "ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id",
+                "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
+                "  deadline, next_reminder_at, next_escalation_at, body) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) "
+                "  ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id), "
+                f"ev AS ({_event_insert(12, 'FROM ins')}) "
+                "SELECT id FROM ins",
                 encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
                 request.state.value, encode_text(request.route), request.created_at, request.updated_at,
                 request.deadline, request.next_reminder_at, request.next_escalation_at,
-                encode_text(request.model_dump_json()),
+                encode_text(request.model_dump_json()), *_event_args(event),
             )
-            if inserted is None:
-                # (source, external_id) exists: it was committed before our INSERT returned.
-                body = await conn.fetchval(
-                    "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
-                    encode_text(request.source), encode_opt(request.external_id),
-                )
-                if body is None:
-                    raise StoreError(f"request {request.external_id!r} conflicted but cannot be read")
-                return _load(body), False
-            if event is not None:
-                await _insert_event(conn, event)
-            return request, True
+            if inserted is not None:
+                return request, True
+            body = await conn.fetchval(
+                "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
+                encode_text(request.source), encode_opt(request.external_id),
+            )
+        if body is None:
+            raise StoreError(f"request {request.external_id!r} conflicted but cannot be read")
+        return _load(body), False
 
     async def get_request(self, request_id: str) -> Request | None:
         async with self._conn() as conn:
@@ -179,14 +186,14 @@ class PostgresStore(Store):
             if to_state not in (RequestState.pending, RequestState.posted):
                 request.next_reminder_at = None
                 request.next_escalation_at = None
-            await _write(conn, request)
-            if event is not None:
-                await _insert_event(conn, event)
-            if enqueue is not None:
-                await conn.execute(
-                    "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES ($1,$2,$3,$3)",
-                    encode_text(request_id), encode_text(enqueue), now,
-                )
+            # the row, its event and its outbox entry in one statement: one round trip
+            await conn.execute(
+                f"WITH upd AS ({_UPDATE_REQUEST}), ev AS ({_event_insert(9)}), "
+                "ob AS (INSERT INTO outbox (request_id, state, due_at, created_at) "
+                "  SELECT $1, $14::text, $4, $4 WHERE $14::text IS NOT NULL) "
+                "SELECT 1",
+                *_write_args(request), *_event_args(event), encode_opt(enqueue),
+            )
             return request
 
     async def update_request(self, request_id: str, *, now: datetime, **fields: Any) -> Request | None:
@@ -221,11 +228,27 @@ class PostgresStore(Store):
     # posts ------------------------------------------------------------------------------
     async def add_post(self, post: Post) -> None:
         async with self._conn() as conn:
-            await conn.execute(
-                "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES ($1,$2,$3,$4,$5,$6,$7)",
-                encode_text(post.request_id), encode_text(post.channel), encode_text(post.target),
-                encode_text(json.dumps(post.ref)), post.ok, encode_opt(post.error), post.at,
+            await conn.execute(_POST_INSERT, *_post_args(post))
+
+    async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
+                           now: datetime) -> Request | None:
+        async with self._txn() as conn:
+            if posts:
+                await conn.executemany(_POST_INSERT, [_post_args(p) for p in posts])
+            if events:
+                await conn.executemany(_event_insert(1), [_event_args(e) for e in events])
+            if not any(p.ok for p in posts):
+                return None
+            body = await conn.fetchval(
+                "SELECT body FROM requests WHERE id=$1 AND state='pending' FOR UPDATE", encode_text(request_id)
             )
+            if body is None:
+                return None
+            request = _load(body)
+            request.state = RequestState.posted
+            request.updated_at = now
+            await _write(conn, request)
+            return request
 
     async def list_posts(self, request_id: str, channel: str | None = None) -> list[Post]:
         sql = "SELECT request_id, channel, target, ref, ok, error, at FROM posts WHERE request_id=$1"
@@ -383,21 +406,48 @@ async def _locked(conn: asyncpg.Connection, request_id: str) -> Request | None:
     return _load(body) if body is not None else None
 
 
-async def _write(conn: asyncpg.Connection, request: Request) -> None:
-    await conn.execute(
-        "UPDATE requests SET state=$2, route=$3, updated_at=$4, deadline=$5, next_reminder_at=$6, "
-        "next_escalation_at=$7, body=$8 WHERE id=$1",
+_UPDATE_REQUEST = (
+    "UPDATE requests SET state=$2, route=$3, updated_at=$4, deadline=$5, next_reminder_at=$6, "
+    "next_escalation_at=$7, body=$8 WHERE id=$1"
+)
+def _event_insert(n: int, source: str = "") -> str:
+    """INSERT … SELECT of one event from parameters $n…$n+4 (request_id, at, kind, actor, data);
+    writes nothing when the time ($n+1) is NULL (no event) or `source` (e.g. "FROM ins") has no row."""
+    return (
+        "INSERT INTO events (request_id, at, kind, actor, data) "
+        f"SELECT ${n}::text, ${n + 1}::timestamptz, ${n + 2}::text, ${n + 3}::text, ${n + 4}::text "
+        f"{source} WHERE ${n + 1}::timestamptz IS NOT NULL"
+    )
+
+
+_POST_INSERT = "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES ($1,$2,$3,$4,$5,$6,$7)"
+
+
+def _post_args(post: Post) -> tuple[Any, ...]:
+    return (encode_text(post.request_id), encode_text(post.channel), encode_text(post.target),
+            encode_text(json.dumps(post.ref)), post.ok, encode_opt(post.error), post.at)
+
+
+def _write_args(request: Request) -> tuple[Any, ...]:
+    return (
         encode_text(request.id), request.state.value, encode_text(request.route), request.updated_at,
         request.deadline, request.next_reminder_at, request.next_escalation_at, encode_text(request.model_dump_json()),
     )
 
 
+def _event_args(event: Event | None) -> tuple[Any, ...]:
+    if event is None:
+        return (None, None, None, None, None)
+    return (encode_text(event.request_id), event.at, encode_text(event.kind), encode_text(event.actor),
+            json.dumps(event.data, default=str))
+
+
+async def _write(conn: asyncpg.Connection, request: Request) -> None:
+    await conn.execute(_UPDATE_REQUEST, *_write_args(request))
+
+
 async def _insert_event(conn: asyncpg.Connection, event: Event) -> None:
-    await conn.execute(
-        "INSERT INTO events (request_id, at, kind, actor, data) VALUES ($1,$2,$3,$4,$5)",
-        encode_text(event.request_id), event.at, encode_text(event.kind), encode_text(event.actor),
-        json.dumps(event.data, default=str),
-    )
+    await conn.execute(_event_insert(1), *_event_args(event))
 
 
 def _load(body: str) -> Request:

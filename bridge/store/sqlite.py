@@ -227,6 +227,29 @@ class SQLiteStore(Store):
             )
         )
 
+    async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
+                           now: datetime) -> Request | None:
+        def txn(conn: sqlite3.Connection) -> Request | None:
+            conn.executemany(
+                "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES (?,?,?,?,?,?,?)",
+                [(p.request_id, p.channel, p.target, json.dumps(p.ref), int(p.ok), p.error, ts(p.at))
+                 for p in posts],
+            )
+            for event in events:
+                _insert_event(conn, event)
+            if not any(p.ok for p in posts):
+                return None
+            row = conn.execute("SELECT body FROM requests WHERE id=? AND state='pending'", (request_id,)).fetchone()
+            if not row:
+                return None
+            request = load_request(row[0])
+            request.state = RequestState.posted
+            request.updated_at = now
+            _write(conn, request)
+            return request
+
+        return await self._run(txn)
+
     async def list_posts(self, request_id: str, channel: str | None = None) -> list[Post]:
         sql = "SELECT request_id, channel, target, ref, ok, error, at FROM posts WHERE request_id=?"
         args: list[Any] = [request_id]

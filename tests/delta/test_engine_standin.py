@@ -78,3 +78,30 @@ def test_resume_without_response_exits_101_and_leaves_running(tmp_path: Path) ->
 
 def test_missing_message_is_a_config_error(tmp_path: Path) -> None:
     assert engine(tmp_path, "", "1.10.1").returncode == 1
+
+
+def test_sigint_interrupts_and_the_run_resumes(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.delta.helpers import ENGINE
+
+    message = "Deploy HARNESS_SCRIPT " + json.dumps({"asks": [ASKS[0]], "work_s": 30})
+    proc = subprocess.Popen([sys.executable, ENGINE, "run", "-y", "-w", str(tmp_path), "-m", message],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not list(tmp_path.glob(".delta/*/journal.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(10) == 130
+    (meta,) = tmp_path.glob(".delta/*/metadata.json")
+    assert json.loads(meta.read_text())["status"] == "INTERRUPTED"
+    # An interrupted run is resumable: the next start goes on and asks its question.
+    os.environ.pop("DELTA_FAKE_VERSION", None)
+    done = subprocess.run([sys.executable, ENGINE, "run", "-y", "-w", str(tmp_path), "-m", "resume"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 101
+    assert len(request_files(tmp_path)) == 1

@@ -40,7 +40,8 @@ class Faults:
     mode: str = "ok"
     delay: float = 0.0
     error_status: int = 500
-    error_body: dict[str, Any] = field(default_factory=lambda: {"error": "Internal Server Error"})
+    error_body: Any = field(default_factory=lambda: {"error": "Internal Server Error"})
+    raw_body: bytes | None = None  # sent as is instead of error_body (e.g. JSON too deep to encode)
     only_methods: tuple[str, ...] = ()  # empty: every method
     remaining: int | None = None  # None: until changed; N: the next N matching requests
 
@@ -76,9 +77,7 @@ class FaultInjector:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        self.calls.append(
-            Call(scope["method"], scope["path"], scope["query_string"].decode(), headers, body)
-        )
+        self.calls.append(Call(scope["method"], scope["path"], scope["query_string"].decode(), headers, body))
         sent = False
 
         async def replay() -> Message:
@@ -96,7 +95,7 @@ class FaultInjector:
                 await _reply(send, 200, b"<html><body>502 Bad Gateway?</body></html>", "text/html")
                 return
             elif faults.mode == "error":
-                payload = json.dumps(faults.error_body).encode()
+                payload = faults.raw_body if faults.raw_body is not None else json.dumps(faults.error_body).encode()
                 await _reply(send, faults.error_status, payload, "application/json")
                 return
         await self.app(scope, replay, send)
@@ -140,6 +139,7 @@ class FakeServer:
     async def start(self) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # no 40 ms Nagle/delayed-ACK stalls
         sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self._app, log_level="warning", lifespan="off", access_log=False)

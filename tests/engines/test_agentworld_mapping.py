@@ -13,8 +13,9 @@ from tests.engines.fake_agentworld import legacy_prompt, select_prompt
 
 
 def _answer(values: dict[str, Any]) -> Answer:
-    return Answer(values=values, responder=Responder(platform="web", user_id="u"), via="web",
-                  answered_at=datetime.now(UTC))
+    return Answer(
+        values=values, responder=Responder(platform="web", user_id="u"), via="web", answered_at=datetime.now(UTC)
+    )
 
 
 def test_single_select_one_question_answers_with_option_id() -> None:
@@ -27,11 +28,16 @@ def test_single_select_one_question_answers_with_option_id() -> None:
 
 
 def test_multiple_select_answers_per_question_with_option_ids() -> None:
-    p = select_prompt([("a", "Pick", [("1", "One"), ("2", "Two")]), ("b", "More", [("x", "X")])], multiple=True, request_id="r2")
+    p = select_prompt(
+        [("a", "Pick", [("1", "One"), ("2", "Two")]), ("b", "More", [("x", "X")])], multiple=True, request_id="r2"
+    )
     m = map_prompt("w", "c", p)
     assert [q.kind for q in m.request.questions] == [QuestionKind.multi_choice] * 2
     body = respond_body(m.ref, _answer({"q1": ["One", "Two"], "q2": ["X"]}))
-    assert body == {"requestId": "r2", "answers": [{"questionId": "a", "optionIds": ["1", "2"]}, {"questionId": "b", "optionIds": ["x"]}]}
+    assert body == {
+        "requestId": "r2",
+        "answers": [{"questionId": "a", "optionIds": ["1", "2"]}, {"questionId": "b", "optionIds": ["x"]}],
+    }
 
 
 def test_allow_skip_adds_a_skip_control() -> None:
@@ -48,7 +54,12 @@ def test_legacy_prompt_answers_through_tool_results() -> None:
     m = map_prompt("w", "c", p)
     assert m.request.questions[0].options == ["yes", "no"]
     body = respond_body(m.ref, _answer({"answer": "no"}))
-    assert body == {"tool_call_id": p["toolCallId"], "toolName": "client.humanIntervention", "agentId": "a1", "choice": "no"}
+    assert body == {
+        "tool_call_id": p["toolCallId"],
+        "toolName": "client.humanIntervention",
+        "agentId": "a1",
+        "choice": "no",
+    }
     with pytest.raises(NoAnswer):
         respond_body(m.ref, _answer({"answer": "maybe"}))
     with pytest.raises(NoAnswer):
@@ -57,8 +68,15 @@ def test_legacy_prompt_answers_through_tool_results() -> None:
 
 @pytest.mark.parametrize(
     "prompt",
-    [None, [], {"questions": []}, {"requestId": "r"}, {"requestId": "r", "questions": [{"id": "a", "options": []}]},
-     {"requestId": "r", "options": [1, 2]}, {"requestId": "x" * 200, "options": ["a"]}],
+    [
+        None,
+        [],
+        {"questions": []},
+        {"requestId": "r"},
+        {"requestId": "r", "questions": [{"id": "a", "options": []}]},
+        {"requestId": "r", "options": [1, 2]},
+        {"requestId": "x" * 200, "options": ["a"]},
+    ],
 )
 def test_unusable_prompts_are_refused(prompt: Any) -> None:
     with pytest.raises(InvalidPrompt):

@@ -23,7 +23,9 @@ async def teal() -> AsyncIterator[FakeTeal]:
 async def test_teal_pause_resume_and_500_for_every_error(teal: FakeTeal) -> None:
     teal.next_plan = [[tool_call("A", "one", {})], [tool_call("A", "two", {})]]
     async with httpx.AsyncClient(base_url=teal.service_url) as http:
-        r = await http.post(teal.service_url, json={"items": [{"content": "go"}]}, headers={"Authorization": "Bearer a"})
+        r = await http.post(
+            teal.service_url, json={"items": [{"content": "go"}]}, headers={"Authorization": "Bearer a"}
+        )
         state = r.json()
         assert state["status"] == "Paused"
         rid = state["content"]["request_id"]
@@ -34,12 +36,16 @@ async def test_teal_pause_resume_and_500_for_every_error(teal: FakeTeal) -> None
             {"content": b"{", "headers": {"Authorization": "Bearer a"}},
             {"json": {}, "headers": {"Authorization": "Bearer a"}},
         ):
-            bad = await http.post(resume, **kwargs)  # type: ignore[arg-type]
+            bad = await http.post(resume, **kwargs)
             assert (bad.status_code, bad.json()) == (500, {"detail": "Internal Server Error"})
-        unknown = await http.post("/tealagents/v1alpha1/resume/nope", json={"action": "approve"}, headers={"Authorization": "Bearer a"})
+        unknown = await http.post(
+            "/tealagents/v1alpha1/resume/nope", json={"action": "approve"}, headers={"Authorization": "Bearer a"}
+        )
         assert unknown.status_code == 500
         # the query string is ignored: the body decides
-        again = await http.post(resume + "?action=reject", json={"action": "approve"}, headers={"Authorization": "Bearer a"})
+        again = await http.post(
+            resume + "?action=reject", json={"action": "approve"}, headers={"Authorization": "Bearer a"}
+        )
         assert again.json()["request_id"] == rid and again.json()["tool_calls"][0]["function_name"] == "two"
         done = await http.post(resume, json={"action": "approve"}, headers={"Authorization": "Bearer a"})
         assert "output" in done.json()
@@ -53,13 +59,19 @@ async def test_fault_modes_and_down(teal: FakeTeal) -> None:
         r = await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})
         assert r.status_code == 200 and r.text.startswith("<html>")
         teal.server.set_faults("error", remaining=1)
-        assert (await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})).status_code == 500
-        assert (await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})).status_code == 200
+        assert (
+            await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})
+        ).status_code == 500
+        assert (
+            await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})
+        ).status_code == 200
         await teal.server.stop()
         with pytest.raises(httpx.ConnectError):
             await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})
         await teal.server.start()
-        assert (await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})).status_code == 200
+        assert (
+            await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})
+        ).status_code == 200
 
 
 async def test_mastra_lists_pages_and_resumes() -> None:
@@ -68,12 +80,22 @@ async def test_mastra_lists_pages_and_resumes() -> None:
     try:
         ids = [fake.suspend("wf", "approve", {"question": f"q{i}"}) for i in range(5)]
         async with httpx.AsyncClient(base_url=fake.url) as http:
-            p0 = (await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 0, "perPage": 2})).json()
-            p2 = (await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 2, "perPage": 2})).json()
+            p0 = (
+                await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 0, "perPage": 2})
+            ).json()
+            p2 = (
+                await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 2, "perPage": 2})
+            ).json()
             assert (len(p0["runs"]), len(p2["runs"]), p0["total"]) == (2, 1, 5)
-            r = await http.post("/api/workflows/wf/resume", params={"runId": ids[0]}, json={"step": "approve", "resumeData": {"answer": 1}})
+            r = await http.post(
+                "/api/workflows/wf/resume",
+                params={"runId": ids[0]},
+                json={"step": "approve", "resumeData": {"answer": 1}},
+            )
             assert r.json() == {"message": "Workflow run resumed"}
-            again = await http.post("/api/workflows/wf/resume", params={"runId": ids[0]}, json={"step": "approve", "resumeData": {}})
+            again = await http.post(
+                "/api/workflows/wf/resume", params={"runId": ids[0]}, json={"step": "approve", "resumeData": {}}
+            )
             assert again.status_code == 400
             assert (await http.get("/api/workflows/nope/runs")).status_code == 404
     finally:

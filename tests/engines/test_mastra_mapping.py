@@ -22,8 +22,12 @@ from bridge.models import Answer, QuestionKind, Responder
 
 
 def _answer(value: Any) -> Answer:
-    return Answer(values={"answer": value}, responder=Responder(platform="web", user_id="u"), via="web",
-                  answered_at=datetime.now(UTC))
+    return Answer(
+        values={"answer": value},
+        responder=Responder(platform="web", user_id="u"),
+        via="web",
+        answered_at=datetime.now(UTC),
+    )
 
 
 def _run(payload: Any, status: str = "suspended", as_text: bool = False) -> dict[str, Any]:
@@ -42,12 +46,17 @@ def test_options_make_a_choice_and_resume_with_the_option_value() -> None:
     assert (q.kind, q.prompt, q.options) == (QuestionKind.choice, "Ship?", ["Yes", "No"])
     value = answer_value(shape.kind, shape.options, _answer("Yes"))
     assert value is True
-    assert workflow_resume_body("approve", shape.kind, value, "answer") == {"step": "approve", "resumeData": {"answer": True}}
+    assert workflow_resume_body("approve", shape.kind, value, "answer") == {
+        "step": "approve",
+        "resumeData": {"answer": True},
+    }
     assert req.external_id == "wf:deploy:r1:approve:17"
 
 
 def test_fields_make_a_form_whose_object_is_the_resume_data() -> None:
-    (step,) = suspended_steps("onboard", _run({"message": "Who?", "fields": {"name": "Full name", "team": "Team"}}, as_text=True))
+    (step,) = suspended_steps(
+        "onboard", _run({"message": "Who?", "fields": {"name": "Full name", "team": "Team"}}, as_text=True)
+    )
     req, shape = step_to_request(step)
     q = req.questions[0]
     assert q.kind is QuestionKind.form and [f.name for f in q.fields] == ["name", "team"]
@@ -58,7 +67,7 @@ def test_fields_make_a_form_whose_object_is_the_resume_data() -> None:
 def test_anything_else_is_text_and_keeps_the_payload_visible() -> None:
     shape = read_payload({"amount": 12}, "Workflow w is waiting")
     assert shape.kind is QuestionKind.text and '"amount": 12' in shape.prompt
-    assert read_payload(None, "waiting").prompt == "waiting\n{\"value\": null}"
+    assert read_payload(None, "waiting").prompt == 'waiting\n{"value": null}'
     assert read_payload("plain", "w").kind is QuestionKind.text
 
 
@@ -75,8 +84,16 @@ def test_runs_that_are_not_suspended_yield_nothing_and_garbage_is_refused() -> N
 
 
 def test_inbox_task_question_options_and_data() -> None:
-    task = {"id": "t1", "status": "waiting_for_input", "title": "Review PR", "suspendedAt": "2026-01-01T00:00:00Z",
-            "suspendPayload": {"reason": "needs review", "payload": {"question": "Merge?", "options": ["merge", "close"], "data": {"pr": 7}}}}
+    task = {
+        "id": "t1",
+        "status": "waiting_for_input",
+        "title": "Review PR",
+        "suspendedAt": "2026-01-01T00:00:00Z",
+        "suspendPayload": {
+            "reason": "needs review",
+            "payload": {"question": "Merge?", "options": ["merge", "close"], "data": {"pr": 7}},
+        },
+    }
     wt = waiting_task("reviews", task)
     assert wt is not None
     req, shape = task_to_request(wt)

@@ -13,8 +13,9 @@ from tests.engines.fake_teal import FakeTeal, tool_call
 
 
 def _answer(values: dict[str, Any]) -> Answer:
-    return Answer(values=values, responder=Responder(platform="web", user_id="u1"), via="web",
-                  answered_at=datetime.now(UTC))
+    return Answer(
+        values=values, responder=Responder(platform="web", user_id="u1"), via="web", answered_at=datetime.now(UTC)
+    )
 
 
 def test_state_response_with_one_call_becomes_one_confirm() -> None:
@@ -62,7 +63,10 @@ def test_final_replies_are_not_pauses() -> None:
     task = next(iter(fake.tasks.values()))
     assert parse_pause(fake._apply(task, "approve")) is None
     assert parse_pause({"status": "Completed", "content": {"output": "hi"}}) is None
-    assert parse_pause({"session_id": "s", "task_id": "t", "request_id": "r", "message": "Tool excecution rejected."}) is None
+    assert (
+        parse_pause({"session_id": "s", "task_id": "t", "request_id": "r", "message": "Tool excecution rejected."})
+        is None
+    )
     assert reply["status"] == "Paused"
 
 
@@ -72,10 +76,38 @@ def test_final_replies_are_not_pauses() -> None:
         [],
         "paused",
         {"status": "Paused", "content": "x"},
-        {"tool_calls": [], "approval_url": "/x", "rejection_url": "/y", "session_id": "s", "task_id": "t", "request_id": "r"},
-        {"tool_calls": [{}], "approval_url": "/x", "rejection_url": "/y", "session_id": "s", "task_id": "t", "request_id": "../admin"},
-        {"tool_calls": [{}], "approval_url": "/x", "rejection_url": "/y", "session_id": "s", "task_id": "t", "request_id": ".."},
-        {"tool_calls": [{}] * 51, "approval_url": "/x", "rejection_url": "/y", "session_id": "s", "task_id": "t", "request_id": "r"},
+        {
+            "tool_calls": [],
+            "approval_url": "/x",
+            "rejection_url": "/y",
+            "session_id": "s",
+            "task_id": "t",
+            "request_id": "r",
+        },
+        {
+            "tool_calls": [{}],
+            "approval_url": "/x",
+            "rejection_url": "/y",
+            "session_id": "s",
+            "task_id": "t",
+            "request_id": "../admin",
+        },
+        {
+            "tool_calls": [{}],
+            "approval_url": "/x",
+            "rejection_url": "/y",
+            "session_id": "s",
+            "task_id": "t",
+            "request_id": "..",
+        },
+        {
+            "tool_calls": [{}] * 51,
+            "approval_url": "/x",
+            "rejection_url": "/y",
+            "session_id": "s",
+            "task_id": "t",
+            "request_id": "r",
+        },
         {"something": "else"},
     ],
 )

@@ -5,7 +5,8 @@
         [--engine-version 1.2|1.3.0|1.4|1.10.1] [--run-id ID] [--write-pause-ms N]
 
 The task message carries the script after `HARNESS_SCRIPT`: `{"asks": [{"prompt": …,
-"input_type": …, "sensitive": …}], "record": true, "work_s": 0, "fail": null}`.
+"input_type": …, "sensitive": …}], "record": true, "work_s": 0, "fail": null}`
+(`work_s`: seconds of "work" before the first ask, to test SIGINT).
 Like the real engine it writes `request.json` with a plain, non-atomic write (two
 chunks with a pause between), sets the run's status to WAITING_FOR_INPUT afterwards,
 exits 101; on the next start it resumes only when both `request.json` and
@@ -235,6 +236,9 @@ def ask(run: Run, spec: dict[str, Any], pause_s: float) -> None:
     inv_dir = os.path.join(run.run_dir, "io", "invocations", str(invocation))
     write_whole(os.path.join(inv_dir, "request.json"), dump({"messages": [{"role": "user", "content": "…"}]}))
     write_whole(os.path.join(inv_dir, "response.json"), dump({"tool_calls": [args]}))
+    write_whole(os.path.join(inv_dir, "metadata.json"), dump({"model": "stand-in", "duration_ms": 1}))
+    with open(os.path.join(run.run_dir, "engine.log"), "a", encoding="utf-8") as log:
+        log.write(f"{now_iso()} INFO ask_human {spec['prompt']}\n")
     run.log("ACTION_REQUEST", {"action_id": call_id, "tool_name": "ask_human", "tool_args": args,
                                "resolved_command": f"ask_human {spec['prompt']}"})
     body = {"request_id": str(uuid.uuid4()), "timestamp": now_iso(), "prompt": spec["prompt"],
@@ -262,6 +266,7 @@ def cmd_run(opts: argparse.Namespace) -> int:
         print(f"Error: run metadata not found: {missing}", file=sys.stderr)
         return EXIT_FAILED
     answer: str | None = None
+    fresh = run is None
     if run is not None:
         has_request, has_response = os.path.exists(run.request_path), os.path.exists(run.response_path)
         if has_request and not has_response:
@@ -291,7 +296,7 @@ def cmd_run(opts: argparse.Namespace) -> int:
             run.set_status("RUNNING", iterations_completed=len(given))
         asks: list[dict[str, Any]] = script.get("asks", [])
         done = len(run.answers())
-        if float(script.get("work_s", 0)) > 0:
+        if fresh and float(script.get("work_s", 0)) > 0:  # "thinking" before the first ask
             time.sleep(float(script["work_s"]))
         if done < len(asks):
             ask(run, asks[done], opts.write_pause_ms / 1000)

@@ -34,6 +34,7 @@ HTML_TAGS = {
     "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "a", "code", "pre",
     "tg-spoiler", "span", "blockquote", "tg-emoji",
 }  # fmt: skip
+BOOL_PARAMS = {"show_alert", "drop_pending_updates", "disable_notification", "protect_content"}
 COUNTED_OVERALL = "chat_id"  # every call that names a chat counts towards 30/s
 
 
@@ -139,6 +140,7 @@ class FakeTelegram:
     per_chat_interval: float = 1.0
     enforce_limits: bool = False
     chat_jitter: float = 0.05  # arrival-time allowance when checking per-chat spacing
+    overall_jitter: float = 0.02  # ... and when counting calls in a one-second window
     calls: list[ApiCall] = field(default_factory=list)
     chats: dict[int, Chat] = field(default_factory=dict)
     messages: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
@@ -161,6 +163,10 @@ class FakeTelegram:
         self._last_send: dict[int, float] = {}
         self._open_callbacks: set[str] = set()
         self._runner: web.AppRunner | None = None
+        self._closing = False
+        self._holds: dict[str, asyncio.Event] = {}
+        self.delivered_at: dict[int, float] = {}  # update_id → when it first left for the bot
+        self._webhook_client: httpx.AsyncClient | None = None
         self.base = ""
 
     # lifecycle --------------------------------------------------------------------
@@ -180,6 +186,10 @@ class FakeTelegram:
         return f"{self.base}/bot"
 
     async def stop(self) -> None:
+        self._closing = True  # long polls still open return at once
+        await self._notify()
+        if self._webhook_client is not None:
+            await self._webhook_client.aclose()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -199,12 +209,19 @@ class FakeTelegram:
         """The next `times` calls of `method` fail with `status` (429 carries retry_after)."""
         self._faults.append(Fault(method, status, times, retry_after))
 
+    def hold(self, method: str) -> asyncio.Event:
+        """Calls of `method` wait (unanswered) until the returned event is set."""
+        gate = asyncio.Event()
+        self._holds[method] = gate
+        return gate
+
     # queries for tests ------------------------------------------------------------
     def calls_of(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method and c.status == 200]
 
     def sent_to(self, chat_id: int) -> list[dict[str, Any]]:
-        """Messages the bot sent to `chat_id`, in their current (edited) form, oldest first."""
+        """Messages the bot sent to `chat_id`, in their current (edited) form, oldest first;
+        `text` is what people see (HTML parsed, as the real API returns it)."""
         return [
             m for (cid, _), m in sorted(self.messages.items())
             if cid == chat_id and m["from"]["id"] == self.bot_id
@@ -241,10 +258,12 @@ class FakeTelegram:
         """Deliver one update: to the webhook when set, else queue it for getUpdates."""
         update = {"update_id": next(self._update_ids), **payload}
         if self.webhook_url:
-            async with httpx.AsyncClient() as client:
-                headers = {"X-Telegram-Bot-Api-Secret-Token": self.webhook_secret} if self.webhook_secret else {}
-                resp = await client.post(self.webhook_url, json=update, headers=headers, timeout=10)
-                self.webhook_statuses.append(resp.status_code)
+            if self._webhook_client is None:  # one keep-alive client, as Telegram keeps its connections
+                self._webhook_client = httpx.AsyncClient(timeout=10)
+            headers = {"X-Telegram-Bot-Api-Secret-Token": self.webhook_secret} if self.webhook_secret else {}
+            self.delivered_at.setdefault(update["update_id"], time.monotonic())
+            resp = await self._webhook_client.post(self.webhook_url, json=update, headers=headers)
+            self.webhook_statuses.append(resp.status_code)
         else:
             async with self._changed:
                 self._updates.append(update)
@@ -263,6 +282,12 @@ class FakeTelegram:
         params = await _decode(request, raw)
         call = ApiCall(method, params, time.monotonic(), body=raw.decode("utf-8", "replace"))
         self.calls.append(call)
+        gate = self._holds.get(method)
+        if gate is not None and not gate.is_set():
+            await gate.wait()
+            if request.transport is None or request.transport.is_closing():
+                call.status = 499  # the bot went away while held: the call never happened
+                return web.Response(status=499)
         try:
             if request.match_info["token"] != self.token:
                 raise ApiError(401, "Unauthorized")
@@ -302,7 +327,7 @@ class FakeTelegram:
         if COUNTED_OVERALL not in params:
             return
         now = time.monotonic()
-        while self._recent and now - self._recent[0] >= 1.0:
+        while self._recent and now - self._recent[0] >= 1.0 - self.overall_jitter:
             self._recent.popleft()
         problem = ""
         if len(self._recent) >= self.overall_per_second:
@@ -368,7 +393,10 @@ class FakeTelegram:
             while True:
                 ready = [u for u in self._updates if u["update_id"] > self._confirmed][:limit]
                 left = deadline - time.monotonic()
-                if ready or left <= 0:
+                if ready or left <= 0 or self._closing:
+                    now = time.monotonic()
+                    for update in ready:
+                        self.delivered_at.setdefault(update["update_id"], now)
                     return ready
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), min(left, 0.5))
@@ -385,8 +413,7 @@ class FakeTelegram:
 
     def _m_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         chat = self._chat_for_sending(params)
-        text = str(params.get("text", ""))
-        _check_text(text, params.get("parse_mode"))
+        text = _check_text(str(params.get("text", "")), params.get("parse_mode"))
         markup = params.get("reply_markup")
         _check_markup(markup)
         message: dict[str, Any] = {
@@ -416,8 +443,7 @@ class FakeTelegram:
 
     def _m_editMessageText(self, params: dict[str, Any]) -> dict[str, Any]:
         message = self._edited(params)
-        text = str(params.get("text", ""))
-        _check_text(text, params.get("parse_mode"))
+        text = _check_text(str(params.get("text", "")), params.get("parse_mode"))
         markup = params.get("reply_markup")
         _check_markup(markup)
         if text == message["text"] and markup == message.get("reply_markup"):
@@ -569,7 +595,9 @@ async def _decode(request: web.Request, raw: bytes) -> dict[str, Any]:
     else:
         fields = dict(request.query)
     for key, value in list(fields.items()):
-        if isinstance(value, str) and value[:1] in "{[":
+        if key in BOOL_PARAMS and value in ("true", "false"):
+            fields[key] = value == "true"
+        elif isinstance(value, str) and value[:1] in "{[":
             with contextlib.suppress(ValueError):
                 fields[key] = json.loads(value)
     return fields
@@ -582,15 +610,17 @@ def _int(value: Any) -> int:
         return 0
 
 
-def _check_text(text: str, parse_mode: Any) -> None:
-    if not text.strip():
-        raise ApiError(400, "Bad Request: message text is empty")
+def _check_text(text: str, parse_mode: Any) -> str:
+    """The text as people see it (what the API returns); refuses what Telegram refuses."""
     try:
         shown = visible_text(text, parse_mode)
     except EntityError as exc:
         raise ApiError(400, f"Bad Request: {exc}") from None
+    if not shown.strip():
+        raise ApiError(400, "Bad Request: message text is empty")
     if utf16_len(shown) > TEXT_LIMIT:
         raise ApiError(400, "Bad Request: message is too long")
+    return shown
 
 
 def _check_markup(markup: Any) -> None:

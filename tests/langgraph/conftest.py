@@ -10,11 +10,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.langgraph.engine import Engine
 
 HERE = Path(__file__).parent
 START_DEADLINE_S = 90.0
@@ -116,3 +118,11 @@ def langgraph_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LangG
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+async def engine(langgraph_server: LangGraphServer) -> AsyncIterator[Engine]:
+    """The engine side: starts graph runs whose threads carry this test's own tag."""
+    eng = Engine(langgraph_server.url)
+    yield eng
+    await eng.aclose()

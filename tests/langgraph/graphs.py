@@ -86,6 +86,15 @@ def _ask_review(state: State) -> State:
     return {"answers": [interrupt(request)]}
 
 
+def _ask_hostile(state: State) -> State:
+    nested: Any = "bottom"
+    for _ in range(60):
+        nested = {"deeper": nested}
+    value = {"action_requests": "not a list", "review_configs": 7, "blob": "x" * 200_000,
+             "nested": nested}
+    return {"answers": [interrupt(value)]}
+
+
 def _ask_parallel_a(state: State) -> State:
     return {"answers": [interrupt("Left branch: go?")]}
 
@@ -111,4 +120,5 @@ plain_dict = _single(_ask_plain_dict)
 inbox = _single(_ask_inbox)
 inbox_accept_ignore = _single(_ask_inbox_accept_ignore)
 review = _single(_ask_review)
+hostile = _single(_ask_hostile)
 parallel = _parallel()

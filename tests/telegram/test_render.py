@@ -99,3 +99,9 @@ def test_step_text_for_optional_form_field() -> None:
     question = Question(kind="form", prompt="Details", fields=[why])
     shown = visible_text(step_text(make(), question, question.fields[0], 2, 3), "HTML")
     assert "2/3" in shown and "Why <now>?" in shown and "skip" in shown
+
+
+def test_outcome_with_braces_in_values() -> None:
+    form = Question(id="f", kind="form", prompt="F", fields=[FormField(name="a")])
+    shown = visible_text(closed_text(answered({"f": {"a": "{x}"}}, questions=[form])), "HTML")
+    assert '{"a": "{x}"}' in shown

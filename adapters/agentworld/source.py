@@ -1,0 +1,285 @@
+"""The agent-world source: pending prompts per configured world and chat, answered back.
+
+Each poll asks `setChat` for every configured chat (one small request per chat) and
+submits only prompts not seen before. A prompt that is gone from its chat while its
+request is still open was answered elsewhere (agent-world's own UI): the request is
+withdrawn. Answers go through `hitl/respond`; when the engine says the request is not
+pending (its runtime restarted and only the chat still holds it), the chat is replayed
+with `setChat` and the answer sent once more. Older prompts use `tool-results`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from starlette.routing import BaseRoute
+
+from adapters.agentworld.mapping import NoAnswer, map_prompt, prompt_key, respond_body
+from bridge.config import Duration
+from bridge.models import OPEN_STATES
+from bridge.ports import DeliveryError, Outcome, RequestSink
+from bridge.store.base import Store
+
+log = logging.getLogger("hitl_bridge.agentworld")
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
+
+
+class WorldChats(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    world: str = Field(min_length=1, max_length=200)
+    chats: list[str] = Field(min_length=1, max_length=500)
+
+
+class AgentWorldConfig(BaseModel):
+    """`sources: - type: agentworld` (see docs/readme/engines.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="agentworld", pattern=NAME_PATTERN)
+    base_url: str = Field(pattern=r"^https?://", max_length=2000)  # e.g. http://host:3000/api
+    token: SecretStr | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    worlds: list[WorldChats] = Field(min_length=1)
+    poll_every: Duration = timedelta(seconds=5)
+    timeout: Duration = timedelta(seconds=5)
+
+
+class EngineUnreadable(Exception):
+    """The engine answered, but not as the protocol says."""
+
+
+class AgentWorldSource:
+    """Source port for agent-world (PROTOCOLS §5)."""
+
+    def __init__(self, config: AgentWorldConfig, store: Store | None = None) -> None:
+        self.config = config
+        self.name = config.name
+        self.store = store
+        headers = {k: v.get_secret_value() for k, v in config.headers.items()}
+        if config.token is not None:
+            headers["Authorization"] = f"Bearer {config.token.get_secret_value()}"
+        self.http = httpx.AsyncClient(
+            base_url=config.base_url.rstrip("/"),
+            headers=headers,
+            timeout=config.timeout.total_seconds(),
+            follow_redirects=False,
+        )
+        self.known: dict[str, set[str]] = {}  # "world/chat" → external ids of open requests
+        self.ambiguous: set[str] = set()
+        self.unusable: set[str] = set()  # prompts that cannot be shown (logged once)
+        self.polls = 0
+        self.errors: dict[str, str] = {}  # scope → why its last listing failed (cleared on success)
+
+    def http_routes(self) -> Sequence[BaseRoute]:
+        return []
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def run(self, sink: RequestSink) -> None:
+        await self._load_known()
+        while True:
+            await self.poll_once(sink)
+            await asyncio.sleep(self.config.poll_every.total_seconds())
+
+    async def _load_known(self) -> None:
+        if self.store is None:
+            return
+        offset = 0
+        while True:
+            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500, offset=offset)
+            for request in batch:
+                ref = request.source_ref
+                if request.external_id and isinstance(ref.get("world"), str) and isinstance(ref.get("chat"), str):
+                    self.known.setdefault(f"{ref['world']}/{ref['chat']}", set()).add(request.external_id)
+            if len(batch) < 500:
+                return
+            offset += 500
+
+    async def poll_once(self, sink: RequestSink) -> None:
+        self.polls += 1
+        for entry in self.config.worlds:
+            for chat in entry.chats:
+                await self._scan(sink, entry.world, chat)
+
+    async def set_chat(self, world: str, chat: str) -> list[Any]:
+        """The chat's pending prompts (`hitlPrompts[].prompt` for this chat)."""
+        path = f"/worlds/{quote(world, safe='')}/setChat/{quote(chat, safe='')}"
+        reply = await self.http.post(path)
+        if reply.status_code >= 400:
+            raise EngineUnreadable(f"HTTP {reply.status_code} from setChat: {_error_text(reply)}")
+        try:
+            body = reply.json()
+        except (ValueError, RecursionError):
+            raise EngineUnreadable("setChat did not answer JSON") from None
+        if not isinstance(body, dict):
+            raise EngineUnreadable("setChat did not answer an object")
+        if body.get("success") is False:
+            raise EngineUnreadable(f"chat {chat!r} does not exist in world {world!r}")
+        prompts = body.get("hitlPrompts", [])
+        if not isinstance(prompts, list):
+            raise EngineUnreadable("setChat: hitlPrompts is not a list")
+        # an entry that is not an object stays in the list (as None): it makes the listing incomplete
+        return [
+            p.get("prompt") if isinstance(p, dict) else None
+            for p in prompts
+            if not isinstance(p, dict) or p.get("chatId", chat) == chat
+        ]
+
+    async def _scan(self, sink: RequestSink, world: str, chat: str) -> None:
+        scope = f"{world}/{chat}"
+        try:
+            prompts = await self.set_chat(world, chat)
+        except (httpx.HTTPError, EngineUnreadable) as exc:
+            self.errors[scope] = _describe(exc)
+            log.warning("agentworld source %s: cannot read %s: %s", self.name, scope, _describe(exc))
+            return
+        self.errors.pop(scope, None)
+        known = self.known.setdefault(scope, set())
+        seen: set[str] = set()
+        complete = True  # every entry had an id: absence from the list then means "resolved"
+        for prompt in prompts:
+            key = prompt_key(world, chat, prompt)
+            if key is None:
+                complete = False
+            else:
+                seen.add(key)
+                if key in known or key in self.unusable:
+                    continue  # already a request (or already reported): no mapping, no store access
+            try:
+                mapped = map_prompt(world, chat, prompt)
+            except ValueError as exc:  # InvalidPrompt, or a prompt the request model refuses
+                log.warning("agentworld source %s: skipping a prompt in %s: %s", self.name, scope, exc)
+                if key is not None:
+                    self.unusable.add(key)
+                continue
+            ext = mapped.request.external_id or ""
+            await sink.submit(mapped.request, source=self.name, source_ref=mapped.ref)
+            known.add(ext)
+        if not complete:
+            return
+        for gone in sorted(known - seen):
+            await sink.withdraw(self.name, gone, "answered outside the bridge (no longer pending in agent-world)")
+            known.discard(gone)
+
+    # -- writing back -------------------------------------------------------------------
+    async def deliver(self, outcome: Outcome) -> None:
+        ref = outcome.request.source_ref
+        if "requestId" not in ref:
+            raise DeliveryError("the request carries no agent-world reference", permanent=True)
+        answer = outcome.answer if outcome.state in ("answered", "expired") else None
+        try:
+            body = respond_body(ref, answer)
+        except NoAnswer as exc:
+            if answer is None:
+                return  # cancelled/expired without an answer and the prompt cannot be skipped
+            raise DeliveryError(str(exc), permanent=True) from None
+        rid = outcome.request.id
+        if ref.get("form") == "legacy":
+            await self._tool_result(rid, ref, body)
+        else:
+            await self._respond(rid, ref, body, quiet=answer is None)
+
+    async def _post(self, rid: str, path: str, body: dict[str, Any]) -> httpx.Response:
+        try:
+            return await self.http.post(path, json=body)
+        except httpx.TimeoutException:
+            self.ambiguous.add(rid)
+            raise DeliveryError(f"agent-world did not answer POST {path} in time") from None
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"agent-world unreachable: {_describe(exc)}") from None
+
+    async def _respond(self, rid: str, ref: dict[str, Any], body: dict[str, Any], *, quiet: bool) -> None:
+        path = f"/worlds/{quote(ref['world'], safe='')}/hitl/respond"
+        verdict = await self._verdict(rid, await self._post(rid, path, body))
+        if verdict.get("accepted") is True:
+            self.ambiguous.discard(rid)
+            return
+        # not accepted: maybe pending only in the chat (runtime restarted); replay it once
+        try:
+            pending = await self.set_chat(ref["world"], ref["chat"])
+        except (httpx.HTTPError, EngineUnreadable) as exc:
+            raise DeliveryError(
+                f"agent-world refused the answer ({verdict.get('reason')}) and the "
+                f"chat could not be replayed: {_describe(exc)}"
+            ) from None
+        if not any(
+            isinstance(p, dict) and ref["requestId"] in (p.get("requestId"), p.get("toolCallId")) for p in pending
+        ):
+            if rid in self.ambiguous or quiet:
+                self.ambiguous.discard(rid)
+                return  # our earlier attempt landed, or nothing was owed
+            raise DeliveryError(
+                f"agent-world no longer waits for this answer (answered elsewhere?): {verdict.get('reason')}",
+                permanent=True,
+            )
+        again = await self._verdict(rid, await self._post(rid, path, body))
+        if again.get("accepted") is True:
+            self.ambiguous.discard(rid)
+            return
+        raise DeliveryError(
+            f"agent-world refused the answer: {again.get('reason') or 'no reason given'}", permanent=True
+        )
+
+    async def _verdict(self, rid: str, reply: httpx.Response) -> dict[str, Any]:
+        if reply.status_code >= 500:
+            raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {_error_text(reply)}")
+        if reply.status_code >= 400:
+            raise DeliveryError(
+                f"agent-world refused the answer (HTTP {reply.status_code}: {_error_text(reply)})",
+                permanent=reply.status_code != 429,
+            )
+        try:
+            verdict = reply.json()
+        except (ValueError, RecursionError):
+            self.ambiguous.add(rid)
+            raise DeliveryError("agent-world answered with something that is not JSON") from None
+        if not isinstance(verdict, dict) or not isinstance(verdict.get("accepted"), bool):
+            self.ambiguous.add(rid)
+            raise DeliveryError("agent-world's reply has no `accepted` flag")
+        return verdict
+
+    async def _tool_result(self, rid: str, ref: dict[str, Any], body: dict[str, Any]) -> None:
+        path = f"/worlds/{quote(ref['world'], safe='')}/tool-results"
+        reply = await self._post(rid, path, body)
+        if reply.status_code == 404 and rid in self.ambiguous:
+            self.ambiguous.discard(rid)
+            return
+        if reply.status_code >= 500:
+            raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {_error_text(reply)}")
+        if reply.status_code >= 400:
+            raise DeliveryError(
+                f"agent-world refused the tool result (HTTP {reply.status_code}: {_error_text(reply)})", permanent=True
+            )
+        try:
+            reply.json()
+        except (ValueError, RecursionError):
+            self.ambiguous.add(rid)
+            raise DeliveryError("agent-world answered with something that is not JSON") from None
+        self.ambiguous.discard(rid)
+
+
+def _error_text(reply: httpx.Response) -> str:
+    try:
+        body = reply.json()
+    except (ValueError, RecursionError):
+        return reply.text[:200] or reply.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return body["error"][:200]
+    return str(body)[:200]
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or unreachable"
+    return str(exc)[:300] or type(exc).__name__

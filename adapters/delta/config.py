@@ -1,0 +1,45 @@
+"""The `sources: [{type: delta, ...}]` section (keys documented in docs/readme/delta.md)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from adapters.delta.resume import BadResumeCommand, check_template
+from bridge.config import Duration
+
+
+class DeltaConfig(BaseModel):
+    """The `sources: [{type: delta, ...}]` section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="delta", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    roots: list[str] = Field(default_factory=lambda: ["."], min_length=1)
+    resume_command: str | None = None
+    resume_shell: bool = False
+    resume_timeout: Duration = timedelta(minutes=5)
+    rescan_every: Duration = timedelta(seconds=60)
+    settle_time: Duration = timedelta(seconds=2)
+    watch: bool = True
+    force_polling: bool = False
+    watch_step_ms: int = Field(default=3, ge=1, le=1000)
+
+    @field_validator("roots")
+    @classmethod
+    def _roots_not_empty(cls, roots: list[str]) -> list[str]:
+        if any(not r.strip() for r in roots):
+            raise ValueError("a root cannot be empty (use '.' for the current directory)")
+        return roots
+
+    @field_validator("resume_command")
+    @classmethod
+    def _command_usable(cls, command: str | None) -> str | None:
+        if command is None or not command.strip():
+            return None
+        try:
+            check_template(command)
+        except BadResumeCommand as exc:
+            raise ValueError(f"resume_command {exc}") from None
+        return command

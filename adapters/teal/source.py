@@ -1,0 +1,284 @@
+"""The Teal Agents source: paused replies arrive on the HTTP intake, decisions go back.
+
+`POST /v1/sources/{name}/pauses` takes `{agent, version, reply, authorization?}` where
+`reply` is what the agent service answered (a `StateResponse` with status `Paused`, or
+the `HitlResponse` itself). The decision is POSTed to
+`{base_url}/{agent}/{version}/tealagents/v1alpha1/resume/{request_id}` with the caller's
+authorization (kept sealed with `secrets.key`) or the configured one. A resume reply that
+is another pause opens a new request. Teal has no read API, so a pause resolved in
+Teal's own UI is reported with `POST /v1/sources/{name}/pauses/withdraw`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, NoReturn
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from starlette.requests import Request as HttpRequest
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from adapters.teal.mapping import InvalidPause, TealPause, parse_pause, pause_to_request, resume_body, resume_path
+from bridge.config import Duration, Settings
+from bridge.crypto import SecretBox, SecretLost
+from bridge.http.auth import token_ok
+from bridge.models import OPEN_STATES, Request
+from bridge.ports import DeliveryError, Outcome, RequestSink
+from bridge.store.base import Store
+
+log = logging.getLogger("hitl_bridge.teal")
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
+PATH_PART = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$"  # agent name / version: one safe path segment
+
+
+class TealConfig(BaseModel):
+    """`sources: - type: teal` (see docs/readme/engines.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="teal", pattern=NAME_PATTERN)
+    base_url: str = Field(pattern=r"^https?://", max_length=2000)  # the service root, without agent/version
+    authorization: SecretStr | None = None  # default Authorization header for resume calls
+    timeout: Duration = timedelta(seconds=5)
+
+
+class PauseIntake(BaseModel):
+    """The body of `POST /v1/sources/{name}/pauses`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(pattern=PATH_PART)
+    version: str = Field(pattern=PATH_PART)
+    reply: dict[str, Any]
+    authorization: SecretStr | None = Field(default=None, max_length=8000)
+    title: str | None = Field(default=None, min_length=1, max_length=500)
+    labels: dict[str, str] = Field(default_factory=dict)
+    responders: list[str] = Field(default_factory=list, max_length=200)
+
+
+class WithdrawIntake(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str = Field(min_length=1, max_length=200)
+    request_id: str = Field(min_length=1, max_length=200)
+
+
+class TealSource:
+    """Source port for Teal Agents (PROTOCOLS §3)."""
+
+    def __init__(self, config: TealConfig, settings: Settings, store: Store | None = None) -> None:
+        self.config = config
+        self.name = config.name
+        self.settings = settings
+        self.store = store
+        self.box = SecretBox(settings.secrets.key)
+        self.http = httpx.AsyncClient(
+            base_url=config.base_url.rstrip("/"), timeout=config.timeout.total_seconds(), follow_redirects=False
+        )
+        self.sink: RequestSink | None = None
+        self.ambiguous: set[str] = set()
+
+    async def run(self, sink: RequestSink) -> None:
+        """Teal pushes to us (the intake route); nothing to poll."""
+        self.sink = sink
+
+    def _sink(self) -> RequestSink:
+        if self.sink is None:
+            raise DeliveryError("the Teal source is not running yet")
+        return self.sink
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    def http_routes(self) -> Sequence[BaseRoute]:
+        base = f"/v1/sources/{self.name}/pauses"
+        return [
+            Route(base, self._intake, methods=["POST"]),
+            Route(base + "/withdraw", self._withdraw, methods=["POST"]),
+        ]
+
+    # -- intake -------------------------------------------------------------------------
+    async def _read(self, request: HttpRequest, model: type[BaseModel]) -> BaseModel | JSONResponse:
+        if not token_ok(self.settings, request.headers.get("authorization")):
+            return _error(401, "missing or wrong bearer token (Authorization: Bearer <one of http.api_tokens>)")
+        if self.sink is None:
+            return _error(503, "the Teal source is starting; try again")
+        try:
+            raw = json.loads(await request.body())
+        except (ValueError, RecursionError):
+            return _error(400, "the body is not valid JSON")
+        try:
+            return model.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "body"
+            return _error(422, f"{where}: {err['msg']}")
+
+    async def _intake(self, request: HttpRequest) -> JSONResponse:
+        body = await self._read(request, PauseIntake)
+        if isinstance(body, JSONResponse):
+            return body
+        assert isinstance(body, PauseIntake) and self.sink is not None
+        try:
+            pause = parse_pause(body.reply)
+        except InvalidPause as exc:
+            return _error(422, f"reply: {exc}")
+        if pause is None:
+            return JSONResponse({"paused": False, "detail": "the reply is not a pause: nothing to ask"})
+        ref: dict[str, Any] = {"agent": body.agent, "version": body.version, "seq": 0}
+        if body.authorization is not None:
+            ref["authorization"] = self.box.seal(body.authorization.get_secret_value())
+        try:
+            stored, created = await self._submit(
+                pause, ref, title=body.title, labels=body.labels, responders=body.responders
+            )
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "body"
+            return _error(422, f"{where}: {err['msg']}")
+        return JSONResponse(
+            {
+                "paused": True,
+                "id": stored.id,
+                "created": created,
+                "state": str(stored.state),
+                "external_id": stored.external_id,
+            },
+            status_code=201 if created else 200,
+        )
+
+    async def _submit(
+        self,
+        pause: TealPause,
+        ref: dict[str, Any],
+        *,
+        title: str | None = None,
+        labels: dict[str, str] | None = None,
+        responders: list[str] | None = None,
+    ) -> tuple[Request, bool]:
+        sink = self._sink()
+        request_in = pause_to_request(pause, agent=f"{ref['agent']}/{ref['version']}", title=title)
+        update: dict[str, Any] = {}
+        if labels:
+            update["labels"] = labels
+        if responders:
+            update["responders"] = responders
+        if update:
+            request_in = request_in.model_validate({**request_in.model_dump(), **update})
+        ref = {**ref, "task_id": pause.task_id, "request_id": pause.request_id, "session_id": pause.session_id}
+        return await sink.submit(request_in, source=self.name, source_ref=ref)
+
+    async def _withdraw(self, request: HttpRequest) -> JSONResponse:
+        body = await self._read(request, WithdrawIntake)
+        if isinstance(body, JSONResponse):
+            return body
+        assert isinstance(body, WithdrawIntake) and self.sink is not None and self.store is not None
+        withdrawn: list[str] = []
+        offset = 0
+        while True:
+            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500, offset=offset)
+            for req in batch:
+                ref = req.source_ref
+                if ref.get("task_id") == body.task_id and ref.get("request_id") == body.request_id and req.external_id:
+                    done = await self.sink.withdraw(self.name, req.external_id, "resolved in Teal Agents")
+                    if done is not None:
+                        withdrawn.append(done.id)
+            if len(batch) < 500:
+                break
+            offset += 500
+        return JSONResponse({"withdrawn": withdrawn})
+
+    # -- writing back -------------------------------------------------------------------
+    def _authorization(self, ref: dict[str, Any]) -> str | None:
+        sealed = ref.get("authorization")
+        if sealed is not None:
+            try:
+                return str(self.box.open(sealed))
+            except SecretLost:
+                if self.config.authorization is None:
+                    raise DeliveryError(
+                        "the caller's authorization for this Teal task was lost (no secrets.key and "
+                        "the daemon restarted); set secrets.key or `authorization` on the source",
+                        permanent=True,
+                    ) from None
+        return self.config.authorization.get_secret_value() if self.config.authorization else None
+
+    async def deliver(self, outcome: Outcome) -> None:
+        """POST approve/reject; a reply that is another pause becomes a new request."""
+        ref = outcome.request.source_ref
+        if not all(isinstance(ref.get(k), str) for k in ("agent", "version", "request_id")):
+            raise DeliveryError("the request carries no Teal reference", permanent=True)
+        rid = outcome.request.id
+        path = f"/{ref['agent']}/{ref['version']}{resume_path(ref['request_id'])}"
+        headers = {}
+        auth = self._authorization(ref)
+        if auth:
+            headers["Authorization"] = auth
+        body = resume_body(outcome.state, outcome.answer)
+        try:
+            reply = await self.http.post(path, json=body, headers=headers)
+        except httpx.TimeoutException:
+            self._unclear(rid, body["action"], "did not answer the resume call in time")
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"Teal unreachable: {_describe(exc)}") from None
+        if reply.status_code >= 500:
+            if rid in self.ambiguous:
+                # an earlier reject got no clear reply; Teal answers 500 once the task is no longer paused
+                self.ambiguous.discard(rid)
+                log.info("teal source %s: %s was resumed by an earlier attempt", self.name, rid)
+                return
+            raise DeliveryError(
+                f"Teal answered HTTP {reply.status_code} to the resume call "
+                "(it gives no detail: wrong owner, task not paused, or a server error)"
+            )
+        if reply.status_code >= 400:
+            raise DeliveryError(
+                f"Teal refused the resume call (HTTP {reply.status_code})",
+                permanent=reply.status_code not in (408, 429),
+            )
+        try:
+            pause = parse_pause(reply.json())
+        except (ValueError, RecursionError, InvalidPause):
+            self._unclear(rid, body["action"], "answered the resume call with something unreadable")
+        self.ambiguous.discard(rid)
+        if pause is not None and body["action"] == "approve":
+            follow = {k: v for k, v in ref.items() if k in ("agent", "version", "authorization")}
+            follow["seq"] = int(ref.get("seq", 0)) + 1
+            try:
+                await self._submit(
+                    pause, follow, labels=outcome.request.labels or None, responders=outcome.request.responders or None
+                )
+            except Exception:
+                # the approval landed: never retry it (Teal would apply it to this next pause)
+                log.exception(
+                    "teal source %s: could not open a request for the next pause of task %s", self.name, pause.task_id
+                )
+
+    def _unclear(self, rid: str, action: str, what: str) -> NoReturn:
+        """The resume call may or may not have landed. A reject is safe to send again; an
+        approve is not: Teal reuses the request id for the next pause, so a second approve
+        could approve tool calls nobody has seen."""
+        if action == "approve":
+            raise DeliveryError(
+                f"Teal {what}; the approval may have been applied, so it is not sent again (check the task in Teal)",
+                permanent=True,
+            )
+        self.ambiguous.add(rid)
+        raise DeliveryError(f"Teal {what}")
+
+
+def _error(status: int, detail: str) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or unreachable"
+    return str(exc)[:300] or type(exc).__name__

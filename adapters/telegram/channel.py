@@ -1,0 +1,373 @@
+"""The Telegram channel: posts requests, keeps every copy up to date, receives updates.
+
+Updates arrive by long polling (default; the offset is committed only after an update was
+processed, so a crash re-reads it) or by webhook at `/telegram/webhook` in the bridge's
+own HTTP app (secret token compared in constant time). Either way each update goes
+through the python-telegram-bot Application's handlers (see `handlers.py`), one at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from starlette.requests import Request as HttpRequest
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from telegram import InlineKeyboardMarkup, Message, ReplyParameters, Update
+from telegram.constants import ParseMode
+from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
+from telegram.ext import Application, ApplicationBuilder
+
+from adapters.telegram import keyboards as kb
+from adapters.telegram.handlers import Interactions
+from adapters.telegram.limits import FloodLimiter, install_log_redaction, remove_log_redaction, with_retries
+from adapters.telegram.render import esc, request_text
+from adapters.telegram.settings import TelegramSettings
+from adapters.telegram.state import ChannelState, Prompt, TokenRecord
+from bridge.models import Question, QuestionKind, Request, Responder
+from bridge.ports import PostResult
+
+if TYPE_CHECKING:
+    from telegram import ForceReply
+
+    from bridge.ports import BridgeAPI, Clock
+    from bridge.store.base import Store
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
+MAX_UPDATE_BYTES = 1_000_000
+NOT_STARTED = ("undeliverable: Telegram user {id} has never pressed Start in the private chat with "
+               "@{bot} (or blocked it); ask them to open https://t.me/{bot} and press Start")
+
+
+def layout(request: Request, private: bool) -> str:
+    """How a request is shown in one chat.
+
+    `buttons` (one confirm/choice/multi_choice question) · `reply` (one text/edit/secret
+    question, answered by replying) · `session` (several questions or a form: ▶️ Answer,
+    then one step after another) · `private` (asks for a secret in a group: a deep link).
+    """
+    if request.secret_question_ids and not private:
+        return "private"
+    if len(request.questions) == 1:
+        question = request.questions[0]
+        if question.kind is QuestionKind.confirm:
+            return "buttons"
+        if question.kind in (QuestionKind.choice, QuestionKind.multi_choice):
+            return "buttons" if kb.fits_as_buttons(question.options) else "reply"
+        if question.kind in (QuestionKind.text, QuestionKind.edit, QuestionKind.secret):
+            return "reply"
+    return "session"
+
+
+NOTES = {
+    "reply": "↩️ Reply to this message with your answer.",
+    "secret": "🔒 Reply to this message with the secret: it is deleted as soon as it is read.",
+    "many": "↩️ Reply with the options (their exact text, separated by commas).",
+    "private": "🔒 This request asks for a secret: press the button to answer in a private chat.",
+    "not_allowed": "Only the request's responders can answer it.",
+}
+
+
+class TelegramChannel:
+    """Channel port on python-telegram-bot (`telegram:<chat id>` targets)."""
+
+    name = "telegram"
+    prefixes = ("telegram:",)
+
+    def __init__(self, settings: TelegramSettings, store: Store, clock: Clock) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.state = ChannelState(store)
+        self.app: Application[Any, Any, Any, Any, Any, Any] = (
+            ApplicationBuilder()
+            .token(settings.bot_token.get_secret_value())
+            .base_url(settings.api_url)
+            .base_file_url(settings.file_url)
+            .rate_limiter(FloodLimiter(settings.max_per_second, settings.per_chat_interval, settings.retries))
+            .updater(None)
+            .concurrent_updates(False)
+            .connection_pool_size(64)
+            .get_updates_read_timeout(settings.poll_timeout + 10.0)
+            .build()
+        )
+        self.interactions = Interactions(self)
+        self.interactions.register(self.app)
+        self._bridge: BridgeAPI | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self._serial = asyncio.Lock()  # one update at a time, like polling, in webhook mode too
+        self._failed: dict[int, BaseException] = {}
+        self._chat_locks: dict[int, asyncio.Lock] = {}
+        self._redactor = install_log_redaction(settings.bot_token.get_secret_value())
+        self.username = ""
+
+    # the port --------------------------------------------------------------------------
+    @property
+    def bridge(self) -> BridgeAPI:
+        if self._bridge is None:
+            raise RuntimeError("the Telegram channel is not started")
+        return self._bridge
+
+    @property
+    def bot(self) -> Any:
+        return self.app.bot
+
+    def owns(self, target: str) -> bool:
+        return target.startswith("telegram:")
+
+    def http_routes(self) -> Sequence[BaseRoute]:
+        return [Route("/telegram/webhook", self._webhook, methods=["POST"])]
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    async def start(self, bridge: BridgeAPI) -> None:
+        self._bridge = bridge
+        try:
+            await with_retries(self.app.initialize, attempts=self.settings.retries, what="getMe")
+        except InvalidToken:
+            log.error("Telegram refused the bot token (telegram.bot_token): check it with @BotFather")
+            raise
+        self.username = self.bot.username
+        if self.settings.mode == "webhook":
+            secret = self.settings.webhook_secret.get_secret_value() if self.settings.webhook_secret else None
+            await with_retries(lambda: self.bot.set_webhook(
+                self.settings.webhook_url, secret_token=secret, allowed_updates=ALLOWED_UPDATES,
+            ), attempts=self.settings.retries, what="setWebhook")
+            log.info("Telegram: @%s receives updates by webhook", self.username)
+        else:
+            await with_retries(self.bot.delete_webhook, attempts=self.settings.retries, what="deleteWebhook")
+            self._poller = asyncio.create_task(self._poll(), name="telegram-polling")
+            log.info("Telegram: @%s receives updates by long polling", self.username)
+
+    async def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
+        try:
+            await self.app.shutdown()
+        except Exception:  # shutting down must not fail the daemon's stop
+            log.exception("Telegram: shutdown failed")
+        remove_log_redaction(self._redactor)
+
+    async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+        results = []
+        for target in targets:
+            try:
+                results.append(await self._post_one(request, target))
+            except Exception as exc:  # one bad target never fails the others
+                log.exception("Telegram: posting %s to %s failed", request.id, target)
+                results.append(PostResult(target=target, ok=False, error=f"{type(exc).__name__}: {exc}"))
+        return results
+
+    async def _post_one(self, request: Request, target: str) -> PostResult:
+        try:
+            chat_id = int(target.removeprefix("telegram:"))
+        except ValueError:
+            return PostResult(target=target, ok=False, error="not a Telegram chat id (telegram:<number>)")
+        private = chat_id > 0
+        mode = layout(request, private)
+        question = request.questions[0]
+        allowed = not private or await self.bridge.is_allowed(
+            request, Responder(platform="telegram", user_id=str(chat_id)), via="telegram")
+        token = kb.new_token()
+        purpose = {"buttons": "q", "reply": "q", "session": "start", "private": "private"}[mode]
+        await self.state.put_token(token, TokenRecord(request.id, purpose, question.id, chat_id), self.now())
+        text, markup = self.view(request, mode, token, allowed=allowed)
+        try:
+            async with self.chat_lock(chat_id):  # a reply must not overtake its prompt's registration
+                message = await self.send(chat_id, text, markup)
+                if mode == "reply" and allowed:
+                    prompt = Prompt(request.id, question.id, "direct", secret=question.kind is QuestionKind.secret)
+                    await self.state.put_prompt(chat_id, message.message_id, prompt, self.now())
+        except Forbidden:
+            error = NOT_STARTED.format(id=chat_id, bot=self.username)
+            log.warning("Telegram: request %s not shown to %s: %s", request.id, target, error)
+            return PostResult(target=target, ok=False, error=error)
+        except TelegramError as exc:
+            log.warning("Telegram: request %s not shown to %s: %s", request.id, target, exc.message)
+            return PostResult(target=target, ok=False, error=f"Telegram refused: {exc.message}")
+        ref = {"chat_id": chat_id, "message_id": message.message_id, "token": token, "mode": mode}
+        return PostResult(target=target, ref=ref)
+
+    def view(self, request: Request, mode: str, token: str, *, allowed: bool = True,
+             selected: set[int] | None = None) -> tuple[str, InlineKeyboardMarkup | ForceReply | None]:
+        """The text and keyboard of an open request in one chat."""
+        question = request.questions[0]
+        if not allowed and question.kind is QuestionKind.secret:
+            return request_text(request, NOTES["not_allowed"]), None
+        if mode == "private":
+            return request_text(request, NOTES["private"]), kb.private_keyboard(self.username, token)
+        if mode == "session":
+            return request_text(request), kb.start_keyboard(token)
+        if mode == "reply":
+            many = question.kind in (QuestionKind.choice, QuestionKind.multi_choice)
+            note = NOTES["many" if many else "secret" if question.kind is QuestionKind.secret else "reply"]
+            return request_text(request, note), kb.force_reply(_placeholder(question), selective=False)
+        return request_text(request), buttons_for(question, token, selected or set())
+
+    async def update(self, request: Request) -> None:
+        now = self.now()
+        for post in await self.bridge.store.list_posts(request.id, channel=self.name):
+            ref = post.ref
+            if not post.ok or "message_id" not in ref:
+                continue
+            chat_id, message_id = int(ref["chat_id"]), int(ref["message_id"])
+            if request.is_open:
+                selected = await self.state.selection(chat_id, message_id, now)
+                text, markup = self.view(request, ref["mode"], ref["token"], selected=selected)
+                if not isinstance(markup, InlineKeyboardMarkup):
+                    markup = None
+            else:
+                from adapters.telegram.render import closed_text
+
+                text, markup = closed_text(request), None
+                await self.state.drop_prompt(chat_id, message_id, now)
+            await self.edit_text(chat_id, message_id, text, markup)
+        if not request.is_open:
+            for chat_id, message_id in await self.state.extras(request.id, now):
+                await self.edit_markup(chat_id, message_id, None)
+
+    async def remind(self, request: Request, targets: Sequence[str]) -> None:
+        wanted = set(targets)
+        for post in await self.bridge.store.list_posts(request.id, channel=self.name):
+            if post.ok and post.target in wanted and "message_id" in post.ref:
+                text = f"⏰ Still waiting for an answer: <b>{esc(request.title)}</b>"
+                try:
+                    await self.send(int(post.ref["chat_id"]), text, None, reply_to=int(post.ref["message_id"]))
+                except TelegramError as exc:
+                    log.warning("Telegram: reminder for %s to %s failed: %s", request.id, post.target, exc.message)
+
+    def chat_lock(self, chat_id: int) -> asyncio.Lock:
+        lock = self._chat_locks.get(chat_id)
+        if lock is None:
+            if len(self._chat_locks) > 4096:
+                self._chat_locks = {k: v for k, v in self._chat_locks.items() if v.locked()}
+            lock = self._chat_locks[chat_id] = asyncio.Lock()
+        return lock
+
+    # sending ---------------------------------------------------------------------------
+    async def call(self, what: str, make: Callable[[], Awaitable[T]]) -> T:
+        return await with_retries(make, attempts=self.settings.retries, what=f"Telegram {what}")
+
+    async def send(self, chat_id: int, text: str, markup: InlineKeyboardMarkup | ForceReply | None,
+                   *, reply_to: int | None = None) -> Message:
+        reply = ReplyParameters(reply_to, allow_sending_without_reply=True) if reply_to else None
+        message: Message = await self.call("sendMessage", lambda: self.bot.send_message(
+            chat_id, text, parse_mode=ParseMode.HTML, reply_markup=markup, reply_parameters=reply,
+            disable_web_page_preview=True,
+        ))
+        return message
+
+    async def edit_text(self, chat_id: int, message_id: int, text: str, markup: InlineKeyboardMarkup | None) -> None:
+        try:
+            await self.call("editMessageText", lambda: self.bot.edit_message_text(
+                text, chat_id, message_id, parse_mode=ParseMode.HTML, reply_markup=markup,
+                disable_web_page_preview=True,
+            ))
+        except BadRequest as exc:
+            if "not modified" not in exc.message:
+                log.warning("Telegram: could not edit message %s in %s: %s", message_id, chat_id, exc.message)
+        except TelegramError as exc:
+            log.warning("Telegram: could not edit message %s in %s: %s", message_id, chat_id, exc.message)
+
+    async def edit_markup(self, chat_id: int, message_id: int, markup: InlineKeyboardMarkup | None) -> None:
+        try:
+            await self.call("editMessageReplyMarkup", lambda: self.bot.edit_message_reply_markup(
+                chat_id, message_id, reply_markup=markup))
+        except TelegramError as exc:
+            if "not modified" not in exc.message:
+                log.debug("Telegram: could not edit buttons of %s in %s: %s", message_id, chat_id, exc.message)
+
+    # receiving ---------------------------------------------------------------------------
+    async def process(self, update: Update) -> bool:
+        """Handle one update; False when it failed inside the bridge (store down...)."""
+        async with self._serial:
+            self._failed.pop(update.update_id, None)
+            await self.app.process_update(update)
+            error = self._failed.pop(update.update_id, None)
+        if error is not None:
+            log.error("Telegram: update %s failed: %s", update.update_id, type(error).__name__)
+            return False
+        return True
+
+    def failed(self, update: object, error: BaseException) -> None:
+        if isinstance(update, Update):
+            self._failed[update.update_id] = error
+
+    async def _poll(self) -> None:
+        """Long polling: commit the offset (in the store, and to Telegram with the next
+        getUpdates) only after the update was processed."""
+        offset = await self.state.offset()
+        backoff = 0.2
+        while True:
+            try:
+                updates = await self.bot.get_updates(
+                    offset=offset + 1 if offset else None, timeout=self.settings.poll_timeout,
+                    allowed_updates=ALLOWED_UPDATES)
+                backoff = 0.2
+            except InvalidToken:
+                log.error("Telegram refused the bot token; polling stopped")
+                return
+            except TelegramError as exc:
+                log.warning("Telegram: getUpdates failed (%s); retrying in %.1fs", exc.message, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+                continue
+            for update in updates:
+                for attempt in range(3):
+                    if await self.process(update):
+                        break
+                    await asyncio.sleep(0.2 * (attempt + 1))
+                offset = update.update_id
+                await self.state.commit(offset)
+
+    async def _webhook(self, request: HttpRequest) -> Response:
+        if self.settings.mode != "webhook" or self._bridge is None or self.settings.webhook_secret is None:
+            return JSONResponse({"error": "Telegram webhook mode is not enabled"}, status_code=404)
+        given = request.headers.get(SECRET_HEADER, "").encode()
+        if not hmac.compare_digest(given, self.settings.webhook_secret.get_secret_value().encode()):
+            log.warning("Telegram: refused a webhook call without the right secret token from %s",
+                        request.client.host if request.client else "?")
+            return JSONResponse({"error": "wrong or missing secret token"}, status_code=403)
+        body = await request.body()
+        if len(body) > MAX_UPDATE_BYTES:
+            return JSONResponse({"error": "update too large"}, status_code=413)
+        try:
+            data = json.loads(body)
+            if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
+                raise ValueError("no update_id")
+            update = Update.de_json(data, self.bot)
+        except Exception:
+            log.warning("Telegram: refused a webhook body that is not a Telegram update")
+            return JSONResponse({"error": "not a Telegram update"}, status_code=400)
+        if not await self.process(update):
+            return JSONResponse({"error": "not processed; Telegram will retry"}, status_code=500)
+        return JSONResponse({"ok": True})
+
+
+def buttons_for(question: Question, token: str, selected: set[int]) -> InlineKeyboardMarkup | None:
+    if question.kind is QuestionKind.confirm:
+        return kb.confirm_keyboard(token)
+    if question.kind is QuestionKind.choice:
+        return kb.choice_keyboard(token, question.options)
+    if question.kind is QuestionKind.multi_choice:
+        return kb.multi_keyboard(token, question.options, selected)
+    return None
+
+
+def _placeholder(question: Question) -> str:
+    if question.kind is QuestionKind.secret:
+        return "The secret (deleted after reading)"
+    if question.kind is QuestionKind.edit:
+        return "The edited JSON"
+    return question.prompt

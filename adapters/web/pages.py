@@ -1,0 +1,304 @@
+"""The inbox pages at /inbox: list, one request (answer form, timeline, retry), live fragments,
+login and logout. Every handler reads the core through `request.app.state.bridge`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from adapters.web import views
+from adapters.web.answers import parse_answer
+from adapters.web.auth import CSRF_COOKIE, SESSION_COOKIE, InboxAuth, LoginRefused, Viewer
+from adapters.web.render import STATIC, Renderer, is_secure, redirect, set_cookie
+from adapters.web.settings import NAME_PATTERN, WebConfig
+from bridge.errors import BridgeError
+from bridge.models import Request as BridgeRequest
+from bridge.models import Responder
+from bridge.ports import Clock
+from bridge.service import BridgeService
+
+ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+FILTER_RE = re.compile(r"^[A-Za-z0-9_.:\[\] -]{1,100}$")
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class Inbox:
+    """Serves the inbox; `routes()` is what the web channel mounts into the bridge's app."""
+
+    def __init__(self, config: WebConfig, auth: InboxAuth, clock: Clock) -> None:
+        self.config = config
+        self.auth = auth
+        self.clock = clock
+        self.render = Renderer(config.title, config.poll_interval_s)
+
+    def routes(self) -> Sequence[BaseRoute]:
+        return [
+            Route("/inbox", self._guard(self.list_page), methods=["GET"]),
+            Route("/inbox/", self._guard(self.list_page), methods=["GET"]),
+            Route("/inbox/live", self._guard(self.list_live, api=True), methods=["GET"]),
+            Route("/inbox/r/{request_id}", self._guard(self.detail_page), methods=["GET"]),
+            Route("/inbox/r/{request_id}/live", self._guard(self.detail_live, api=True), methods=["GET"]),
+            Route("/inbox/r/{request_id}/answer", self._guard(self.answer, post=True), methods=["POST"]),
+            Route("/inbox/r/{request_id}/retry", self._guard(self.retry, post=True), methods=["POST"]),
+            Route("/inbox/login", self.login_page, methods=["GET"]),
+            Route("/inbox/login", self.login, methods=["POST"]),
+            Route("/inbox/logout", self.logout, methods=["POST"]),
+            Mount("/inbox/static", app=StaticFiles(directory=STATIC), name="inbox-static"),
+        ]
+
+    # plumbing -----------------------------------------------------------------------------
+    def _guard(self, handler: Callable[[Request, Viewer], Awaitable[Response]], *, api: bool = False,
+               post: bool = False) -> Handler:
+        """Log in first (401 for live fragments, a redirect for pages); CSRF on every POST."""
+
+        async def guarded(request: Request) -> Response:
+            viewer = self.auth.viewer(request)
+            if viewer is None:
+                if api or post:
+                    return self._message(request, 401, "Log in first", "Your session ended: log in again.")
+                return redirect("/inbox/login?" + urlencode({"next": request.url.path}))
+            if post:
+                form = await self._form(request)
+                if form is None:
+                    return self._message(request, 400, "Unreadable form", "The form could not be read.")
+                if not self.auth.csrf_ok(request, viewer, _first(form, "csrf")):
+                    return self._message(request, 403, "Refused",
+                                         "This form is stale or did not come from this inbox. "
+                                         "Reload the page and try again.")
+                request.state.form = form
+            return await handler(request, viewer)
+
+        return guarded
+
+    async def _form(self, request: Request) -> dict[str, list[str]] | None:
+        """The submitted fields (text only), or None for a body that is not a readable form.
+        Too large a body is left to the app's 413."""
+        try:
+            async with request.form(max_files=0, max_fields=1000) as form:
+                out: dict[str, list[str]] = {}
+                for key, value in form.multi_items():
+                    if isinstance(value, str):
+                        out.setdefault(key, []).append(value)
+                return out
+        except HTTPException as exc:  # starlette's 400 for too many fields or files
+            if exc.status_code != 400:
+                raise
+            return None
+        except (MultiPartException, UnicodeDecodeError, ValueError, KeyError, AssertionError):
+            return None
+
+    def _browser(self, request: Request) -> tuple[str, dict[str, str]]:
+        """This browser's CSRF id; a new one is set as a cookie on the response."""
+        browser_id = request.cookies.get(CSRF_COOKIE, "")
+        if re.fullmatch(r"[A-Za-z0-9_-]{20,64}", browser_id):
+            return browser_id, {}
+        browser_id = self.auth.new_browser_id()
+        return browser_id, {CSRF_COOKIE: browser_id}
+
+    def _page(self, request: Request, template: str, *, status: int = 200,
+              viewer: Viewer | None = None, **context: Any) -> Response:
+        browser_id, cookies = self._browser(request)
+        return self.render.page(template, status=status, cookies=cookies, secure=is_secure(request),
+                                csrf=self.auth.csrf_token(browser_id), viewer=viewer,
+                                open_mode=self.auth.open, **context)
+
+    def _message(self, request: Request, status: int, heading: str, text: str,
+                 viewer: Viewer | None = None) -> Response:
+        return self._page(request, "message.html", status=status, viewer=viewer, heading=heading, text=text)
+
+    @staticmethod
+    def _service(request: Request) -> BridgeService:
+        service: BridgeService = request.app.state.bridge
+        return service
+
+    # list ---------------------------------------------------------------------------------
+    def _filters(self, request: Request) -> dict[str, Any]:
+        q = request.query_params
+        view = q.get("view", "open")
+        filters: dict[str, Any] = {"view": view if view in views.STATE_VIEWS else "open"}
+        for key in ("source", "route"):
+            value = q.get(key, "")
+            filters[key] = value if FILTER_RE.fullmatch(value) else ""
+        offset = q.get("offset", "0")
+        filters["offset"] = min(int(offset), 1_000_000) if offset.isdigit() and len(offset) < 8 else 0
+        return filters
+
+    async def _rows(self, service: BridgeService, filters: dict[str, Any]) -> list[dict[str, Any]]:
+        states = list(views.STATE_VIEWS[filters["view"]]) or None
+        requests = await service.store.list_requests(
+            states=states, source=filters["source"] or None, route=filters["route"] or None,
+            limit=self.config.page_size, offset=filters["offset"],
+        )
+        dead = {item.request_id for item in await service.store.list_outbox(dead=True)}
+        now = self.clock.now()
+        rows = []
+        for r in requests:
+            quorum = service.route_of(r).quorum
+            votes = len(await service.store.list_votes(r.id)) if quorum > 1 else 0
+            rows.append({"r": r, "countdown": views.countdown(r.deadline, now) if r.is_open else "",
+                         "quorum": quorum, "votes": votes, "dead": r.id in dead,
+                         "answer": views.answer_view(r), "context": views.context_items(r)})
+        return rows
+
+    def _list_context(self, request: Request, filters: dict[str, Any]) -> dict[str, Any]:
+        service = self._service(request)
+        settings = request.app.state.settings
+        routes = [r.name for r in settings.routes if r.name] + [settings.default_route.name or "default"]
+        query = {k: v for k, v in filters.items() if v and k != "offset"}
+        return {"filters": filters, "sources": sorted(service.sources), "routes": routes,
+                "views": list(views.STATE_VIEWS), "live_url": "/inbox/live?" + urlencode(query),
+                "query": query, "page_size": self.config.page_size}
+
+    async def list_page(self, request: Request, viewer: Viewer) -> Response:
+        filters = self._filters(request)
+        rows = await self._rows(self._service(request), filters)
+        return self._page(request, "list.html", viewer=viewer, rows=rows, **self._list_context(request, filters))
+
+    async def list_live(self, request: Request, viewer: Viewer) -> Response:
+        filters = self._filters(request)
+        rows = await self._rows(self._service(request), filters)
+        return self.render.fragment(request, "_rows.html", rows=rows, filters=filters)
+
+    # one request --------------------------------------------------------------------------
+    async def _load(self, request: Request) -> BridgeRequest | None:
+        request_id = request.path_params["request_id"]
+        if not ID_RE.fullmatch(request_id):
+            return None
+        return await self._service(request).get(request_id)
+
+    async def _status(self, service: BridgeService, found: BridgeRequest) -> dict[str, Any]:
+        deliveries = await service.store.list_outbox(request_id=found.id)
+        return {
+            "r": found,
+            "countdown": views.countdown(found.deadline, self.clock.now()) if found.is_open else "",
+            "quorum": service.route_of(found).quorum,
+            "votes": views.vote_views(await service.store.list_votes(found.id)),
+            "answer": views.answer_view(found),
+            "events": views.event_views(await service.store.list_events(found.id)),
+            "posts": await service.store.list_posts(found.id),
+            "deliveries": views.delivery_views(deliveries),
+            "can_retry": views.can_retry(found, deliveries),
+            "context": views.context_items(found),
+        }
+
+    async def _detail(self, request: Request, viewer: Viewer, found: BridgeRequest, *, status: int = 200,
+                      errors: dict[str, str] | None = None, prior: dict[str, Any] | None = None,
+                      notice: str = "", problem: str = "") -> Response:
+        context = await self._status(self._service(request), found)
+        return self._page(request, "detail.html", status=status, viewer=viewer, errors=errors or {},
+                          prior=prior or {}, notice=notice, problem=problem, **context)
+
+    async def detail_page(self, request: Request, viewer: Viewer) -> Response:
+        found = await self._load(request)
+        if found is None:
+            return self._message(request, 404, "Not found", "There is no such request.", viewer)
+        notice = {"answered": "Your answer was recorded.", "voted": "Your vote was recorded.",
+                  "retried": "The delivery was queued again."}.get(request.query_params.get("done", ""), "")
+        return await self._detail(request, viewer, found, notice=notice)
+
+    async def detail_live(self, request: Request, viewer: Viewer) -> Response:
+        found = await self._load(request)
+        if found is None:
+            return self._message(request, 404, "Not found", "There is no such request.", viewer)
+        context = await self._status(self._service(request), found)
+        csrf = self.auth.csrf_token(self._browser(request)[0])
+        return self.render.fragment(request, "_status.html", csrf=csrf, **context)
+
+    async def answer(self, request: Request, viewer: Viewer) -> Response:
+        found = await self._load(request)
+        if found is None:
+            return self._message(request, 404, "Not found", "There is no such request.", viewer)
+        parsed = parse_answer(found.questions, request.state.form)
+        if not found.is_open:
+            return await self._detail(request, viewer, found, status=409,
+                                      problem=views.closed_message(found))
+        if not parsed.ok:
+            return await self._detail(request, viewer, found, status=422, errors=parsed.errors,
+                                      prior=parsed.prior, problem="Some answers need fixing (see below).")
+        responder = Responder(platform="web", user_id=viewer.identity, name=viewer.identity)
+        service = self._service(request)
+        try:
+            updated = await service.answer(found.id, responder, parsed.values, via="web", reason=parsed.reason)
+        except BridgeError as exc:
+            current = await service.get(found.id) or found
+            return await self._detail(request, viewer, current, status=exc.status, prior=parsed.prior,
+                                      problem=str(exc))
+        done = "voted" if updated.is_open else "answered"
+        return redirect(f"/inbox/r/{found.id}?done={done}")
+
+    async def retry(self, request: Request, viewer: Viewer) -> Response:
+        found = await self._load(request)
+        if found is None:
+            return self._message(request, 404, "Not found", "There is no such request.", viewer)
+        try:
+            await self._service(request).redeliver(found.id, actor=f"web:{viewer.identity}")
+        except BridgeError as exc:
+            current = await self._service(request).get(found.id) or found
+            return await self._detail(request, viewer, current, status=exc.status, problem=str(exc))
+        return redirect(f"/inbox/r/{found.id}?done=retried")
+
+    # login --------------------------------------------------------------------------------
+    @staticmethod
+    def _next(value: str | None) -> str:
+        """Only a local inbox path: never an open redirect."""
+        if value and re.fullmatch(r"/inbox(/[A-Za-z0-9_.:/-]*)?", value) and "//" not in value:
+            return value
+        return "/inbox"
+
+    async def login_page(self, request: Request) -> Response:
+        if self.auth.viewer(request) is not None:
+            return redirect(self._next(request.query_params.get("next")))
+        return self._page(request, "login.html", next=self._next(request.query_params.get("next")),
+                          error="", name="", accepts_password=self.auth.accepts_password)
+
+    async def login(self, request: Request) -> Response:
+        form = await self._form(request)
+        if form is None:
+            return self._message(request, 400, "Unreadable form", "The form could not be read.")
+        field = {k: (v[0] if v else "") for k, v in form.items()}
+        target = self._next(field.get("next"))
+        name = field.get("name", "").strip()
+
+        def refuse(status: int, error: str) -> Response:
+            return self._page(request, "login.html", status=status, next=target, error=error,
+                              name=name if re.fullmatch(NAME_PATTERN, name) else "",
+                              accepts_password=self.auth.accepts_password)
+
+        if not self.auth.csrf_ok(request, None, field.get("csrf")):
+            return refuse(403, "This form is stale or did not come from this inbox. Try again.")
+        if name and not re.fullmatch(NAME_PATTERN, name):
+            return refuse(400, "Use 1-64 letters, digits, spaces or _.@- in your name.")
+        secret = field.get("secret", "")
+        if not secret or len(secret) > 1024:
+            return refuse(401, "Enter the inbox password or your token.")
+        client = request.client.host if request.client else "-"
+        try:
+            identity = self.auth.check_login(client, name, secret)
+        except LoginRefused as exc:
+            return refuse(exc.status, str(exc))
+        response = redirect(target)
+        set_cookie(response, SESSION_COOKIE, self.auth.new_session(identity), secure=is_secure(request),
+                   max_age=self.auth.ttl_s)
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        form = await self._form(request)
+        if not self.auth.csrf_ok(request, None, _first(form or {}, "csrf")):
+            return self._message(request, 403, "Refused", "This form is stale. Reload the page and try again.")
+        response = redirect("/inbox/login" if not self.auth.open else "/inbox")
+        response.delete_cookie(SESSION_COOKIE, path="/inbox", httponly=True, samesite="strict")
+        return response
+
+
+def _first(form: dict[str, list[str]], name: str) -> str | None:
+    values = form.get(name)
+    return values[0] if values else None

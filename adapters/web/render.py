@@ -1,0 +1,85 @@
+"""Jinja2 templates and the HTTP responses every inbox page shares (security headers,
+no caching, ETag handling for the live fragments)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from adapters.web import views
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes browsers send `Origin: null`
+    "Cache-Control": "no-store",
+}
+
+
+def build_environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(["html"]),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["when"] = views.when
+    env.filters["pretty_json"] = views.pretty_json
+    env.filters["short_json"] = views.short_json
+    env.globals["kind_labels"] = views.KIND_LABELS
+    env.globals["edit_default"] = views.edit_default
+    return env
+
+
+class Renderer:
+    """Renders templates with the globals every page needs."""
+
+    def __init__(self, title: str, poll_interval_s: float) -> None:
+        self.env = build_environment()
+        self.env.globals["site_title"] = title
+        self.env.globals["poll_ms"] = int(poll_interval_s * 1000)
+
+    def text(self, template: str, **context: Any) -> str:
+        return self.env.get_template(template).render(**context)
+
+    def page(self, template: str, *, status: int = 200, cookies: dict[str, str] | None = None,
+             secure: bool = False, **context: Any) -> HTMLResponse:
+        response = HTMLResponse(self.text(template, **context), status_code=status, headers=SECURITY_HEADERS)
+        for name, value in (cookies or {}).items():
+            set_cookie(response, name, value, secure=secure)
+        return response
+
+    def fragment(self, request: Request, template: str, **context: Any) -> Response:
+        """A live fragment with a content ETag: 304 when the browser already has it."""
+        body = self.text(template, **context).encode()
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        headers = {**SECURITY_HEADERS, "ETag": etag, "Cache-Control": "no-cache"}
+        if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
+            return Response(status_code=304, headers=headers)
+        return Response(body, media_type="text/html; charset=utf-8", headers=headers)
+
+
+def set_cookie(response: Response, name: str, value: str, *, secure: bool, max_age: int | None = None) -> None:
+    response.set_cookie(name, value, max_age=max_age, path="/inbox", httponly=True, samesite="strict",
+                        secure=secure)
+
+
+def redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
+
+
+def is_secure(request: Request) -> bool:
+    return request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"

@@ -1,0 +1,169 @@
+"""What the inbox shows of a request: plain data for the templates (pure functions).
+
+Nothing here returns a secret: answers go through `Request.redacted_answer()`, audit events
+are already redacted by the core, and the callback secret and `source_ref` are never read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bridge.errors import AlreadyClosed
+from bridge.models import Event, QuestionKind, Request, RequestState
+from bridge.store.base import OutboxItem, Vote
+
+MAX_SHOWN_JSON = 20_000
+
+# the state filter of the list: a name in the URL → the states it shows
+STATE_VIEWS: dict[str, tuple[RequestState, ...]] = {
+    "open": (RequestState.pending, RequestState.posted),
+    "answered": (RequestState.answered, RequestState.delivered),
+    "expired": (RequestState.expired,),
+    "cancelled": (RequestState.cancelled,),
+    "failed": (RequestState.failed,),
+    "all": (),
+}
+
+KIND_LABELS = {
+    QuestionKind.confirm: "approve / reject",
+    QuestionKind.choice: "choice",
+    QuestionKind.multi_choice: "several choices",
+    QuestionKind.text: "text",
+    QuestionKind.secret: "secret",
+    QuestionKind.form: "form",
+    QuestionKind.edit: "edit JSON",
+}
+
+
+def countdown(deadline: datetime | None, now: datetime) -> str:
+    """`in 29 min`, `in 45 s`, `overdue by 3 min`; minute granularity past a minute."""
+    if deadline is None:
+        return "no deadline"
+    seconds = int((deadline - now).total_seconds())
+    text = _span(abs(seconds))
+    return f"in {text}" if seconds >= 0 else f"overdue by {text}"
+
+
+def _span(seconds: int) -> str:
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{hours // 24} d {hours % 24} h"
+
+
+def when(at: datetime | None) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
+
+
+def pretty_json(value: Any) -> str:
+    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    return text if len(text) <= MAX_SHOWN_JSON else text[:MAX_SHOWN_JSON] + "\n… (truncated)"
+
+
+def short_json(value: Any, limit: int = 300) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class VoteView:
+    name: str
+    value: str
+
+
+def vote_views(votes: list[Vote]) -> list[VoteView]:
+    out = []
+    for vote in votes:
+        try:
+            value = json.loads(vote.value)
+            shown = ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
+        except ValueError:
+            shown = vote.value
+        out.append(VoteView(vote.name or vote.voter, shown[:300]))
+    return out
+
+
+@dataclass(frozen=True)
+class EventView:
+    at: str
+    kind: str
+    actor: str
+    detail: str
+
+
+def event_views(events: list[Event]) -> list[EventView]:
+    """The audit timeline, oldest first (event data is redacted by the core)."""
+    out = []
+    for event in events:
+        detail = ", ".join(
+            f"{k}={v if isinstance(v, str) else short_json(v, 200)}"
+            for k, v in event.data.items() if v not in (None, "", [], {})
+        )
+        out.append(EventView(when(event.at), event.kind, event.actor, detail[:600]))
+    return out
+
+
+@dataclass(frozen=True)
+class DeliveryView:
+    outcome: str
+    attempts: int
+    status: str
+    last_error: str
+    dead: bool
+
+
+def delivery_views(items: list[OutboxItem]) -> list[DeliveryView]:
+    return [
+        DeliveryView(item.state, item.attempts,
+                     "gave up" if item.dead else f"next attempt {when(item.due_at)}",
+                     (item.last_error or "")[:500], item.dead)
+        for item in items
+    ]
+
+
+def answer_view(request: Request) -> dict[str, Any] | None:
+    """The recorded answer with secrets shown as `[secret]`."""
+    if request.answer is None:
+        return None
+    values = request.redacted_answer() or {}
+    shown = {k: (v if isinstance(v, str) else short_json(v, 2000)) for k, v in values.items()}
+    answer = request.answer
+    return {"values": shown, "by": answer.responder.display, "platform": answer.responder.platform,
+            "via": answer.via, "at": when(answer.answered_at), "reason": answer.reason or ""}
+
+
+def can_retry(request: Request, deliveries: list[OutboxItem]) -> bool:
+    """A closed request whose write-back gave up (or that failed with an answer)."""
+    if request.is_open:
+        return False
+    if request.state is RequestState.failed:
+        return request.answer is not None
+    return any(item.dead for item in deliveries)
+
+
+def context_items(request: Request) -> list[tuple[str, str]]:
+    """The engine fields worth showing, in reading order."""
+    pairs = [("engine", request.engine), ("workspace", request.workspace), ("run", request.run_id),
+             ("agent", request.agent), ("tool", request.tool)]
+    items = [(k, v) for k, v in pairs if v]
+    items += [(f"label {k}", v) for k, v in request.labels.items()]
+    return items
+
+
+def edit_default(value: Any) -> str:
+    return "" if value is None else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def closed_message(request: Request) -> str:
+    """`already answered by X at T` (the core's wording) for a request that is not open."""
+    answer = request.answer
+    return str(AlreadyClosed(request.id, request.state.value, answer.responder.display if answer else None,
+                             answer.answered_at if answer else None))

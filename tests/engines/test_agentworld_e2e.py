@@ -1,0 +1,161 @@
+"""agent-world end to end: an agent asks in a chat → bridge request → answer over the HTTP
+API → the engine gets exactly that option id; replay after restart, legacy tool, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from adapters.agentworld.source import AgentWorldSource
+from bridge.daemon import Daemon
+from tests.engines.conftest import answer, engine_config, get_request, metrics, open_requests, state_of
+from tests.engines.fake_agentworld import FakeAgentWorld, legacy_prompt, select_prompt
+from tests.harness import running_bridge, wait_for
+
+ENV_Q = [("env", "Which environment?", [("stg", "Staging"), ("prd", "Production")])]
+
+
+def aw_source(fake: FakeAgentWorld, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "agentworld",
+        "base_url": fake.url + "/api",
+        "poll_every": "50ms",
+        "timeout": "1s",
+        "worlds": [{"world": "ops", "chats": ["c1", "c2"]}],
+        **extra,
+    }
+
+
+async def _is(bridge: Daemon, request_id: str, state: str) -> bool:
+    return await state_of(bridge, request_id) == state
+
+
+async def one_open(bridge: Daemon) -> Any:
+    async def find() -> Any:
+        found = await open_requests(bridge, "agentworld")
+        return found[0] if found else None
+
+    return await wait_for(find)
+
+
+async def test_single_select_answered_with_the_option_id(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    rid = agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld))) as bridge:
+        req = await one_open(bridge)
+        assert req.questions[0].options == ["Staging", "Production"] and req.labels == {"world": "ops", "chat": "c1"}
+        await answer(bridge, req.id, {"q1": "Production"})
+        await wait_for(lambda: agentworld.world("ops").answers == [{"requestId": rid, "optionId": "prd"}])
+        await wait_for(lambda: _is(bridge, req.id, "delivered"))
+
+
+async def test_multiple_select_and_skip(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    q = [("checks", "Which checks?", [("lint", "Lint"), ("unit", "Unit tests"), ("e2e", "E2E")])]
+    rid = agentworld.ask("ops", "c1", select_prompt(q, multiple=True, allow_skip=True))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld))) as bridge:
+        req = await one_open(bridge)
+        assert req.questions[0].kind == "multi_choice" and req.questions[0].options[-1] == "Skip"
+        await answer(bridge, req.id, {"q1": ["Lint", "E2E"]})
+        expected = {"requestId": rid, "answers": [{"questionId": "checks", "optionIds": ["lint", "e2e"]}]}
+        await wait_for(lambda: agentworld.world("ops").answers == [expected])
+        rid2 = agentworld.ask("ops", "c1", select_prompt(q, multiple=True, allow_skip=True))
+        req2 = await one_open(bridge)
+        await answer(bridge, req2.id, {"q1": ["Skip"]})
+        await wait_for(lambda: agentworld.world("ops").answers[-1:] == [{"requestId": rid2, "skipped": True}])
+
+
+async def test_pending_only_in_chat_is_replayed_with_set_chat(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    rid = agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld, poll_every="1h"))) as bridge:
+        req = await one_open(bridge)
+        agentworld.restart("ops")  # the runtime forgets; the chat still holds the prompt
+        await answer(bridge, req.id, {"q1": "Staging"})
+        await wait_for(lambda: _is(bridge, req.id, "delivered"))
+        responds = agentworld.server.calls_to("POST", "/hitl/respond")
+        assert len(responds) == 2 and responds[0].json() == responds[1].json() == {"requestId": rid, "optionId": "stg"}
+        assert agentworld.world("ops").answers == [{"requestId": rid, "optionId": "stg"}]
+
+
+async def test_legacy_prompt_answered_through_tool_results(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    p = legacy_prompt("Proceed with the migration?", ["yes", "no"], agent_id="planner")
+    agentworld.ask("ops", "c1", p)
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld))) as bridge:
+        req = await one_open(bridge)
+        assert req.agent == "planner"
+        await answer(bridge, req.id, {"answer": "no"})
+        expected = {
+            "tool_call_id": p["toolCallId"],
+            "toolName": "client.humanIntervention",
+            "agentId": "planner",
+            "choice": "no",
+        }
+        await wait_for(lambda: agentworld.world("ops").answers == [expected])
+
+
+async def test_answered_in_agent_world_is_withdrawn(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    rid = agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld))) as bridge:
+        req = await one_open(bridge)
+        agentworld.resolve_elsewhere("ops", rid)
+        await wait_for(lambda: _is(bridge, req.id, "cancelled"))
+
+
+async def test_engine_errors_during_respond_are_retried(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    rid = agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld, poll_every="1h"))) as bridge:
+        req = await one_open(bridge)
+        agentworld.server.set_faults("error", only_methods=("POST",))
+        await answer(bridge, req.id, {"q1": "Staging"})
+
+        async def failing() -> bool:
+            view = await get_request(bridge, req.id)
+            return bool(view["outbox"]) and view["outbox"][0]["attempts"] >= 1
+
+        await wait_for(failing)
+        assert 'hitl_outbox_failing{source="agentworld"} 1.0' in await metrics(bridge)
+        agentworld.server.set_faults("garbage", remaining=1, only_methods=("POST",))
+        await wait_for(lambda: len(agentworld.server.calls_to("POST", "/hitl/respond")) >= 2)
+        agentworld.server.set_faults("ok")
+        await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
+        assert agentworld.world("ops").answers == [{"requestId": rid, "optionId": "stg"}]
+
+
+async def test_unknown_chat_and_garbage_prompts_do_not_stop_the_others(
+    tmp_path: Path, agentworld: FakeAgentWorld
+) -> None:
+    agentworld.ask("ops", "c1", {"requestId": "broken", "questions": [{"id": "a", "options": []}]})
+    agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld))) as bridge:  # c2 does not exist
+        req = await one_open(bridge)
+        assert req.questions[0].prompt == "Which environment?"
+        src = bridge.sources[0]
+        assert isinstance(src, AgentWorldSource)
+        await wait_for(lambda: getattr(src, "polls", 0) >= 3)
+        assert len(await open_requests(bridge, "agentworld")) == 1
+        assert "does not exist" in src.errors["ops/c2"] and "ops/c1" not in src.errors
+
+
+async def test_engine_down_then_slow_is_retried_and_answered_once(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    rid = agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    source = aw_source(agentworld, poll_every="1h", timeout="200ms")
+    async with running_bridge(tmp_path, engine_config(source)) as bridge:
+        req = await one_open(bridge)
+        await agentworld.server.stop()
+        await answer(bridge, req.id, {"q1": "Production"})
+
+        async def failing() -> bool:
+            view = await get_request(bridge, req.id)
+            return bool(view["outbox"]) and "unreachable" in (view["outbox"][0]["last_error"] or "")
+
+        await wait_for(failing)
+        assert await state_of(bridge, req.id) == "answered"
+        await agentworld.server.start()
+        agentworld.server.set_faults("slow", delay=0.6, remaining=1, only_methods=("POST",))
+        await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
+        await wait_for(lambda: agentworld.world("ops").answers == [{"requestId": rid, "optionId": "prd"}])

@@ -1,0 +1,118 @@
+"""Store contract: migrations, votes, the adapters' key/value space, hostile text.
+
+Every test runs against SQLite and PostgreSQL (see conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bridge.models import Post
+from bridge.store import Store, StoreError, Vote
+from bridge.store.codec import SCHEMA_VERSION
+from tests.store.conftest import Backend
+from tests.store.helpers import at, make_request
+
+
+async def test_migrates_an_empty_database_and_reopens(backend: Backend) -> None:
+    first = await backend.open_store()  # SQLite: the file and its folders do not exist yet
+    try:
+        assert await first.count_by_state() == {}
+        await first.create_request(make_request(external_id="kept"))
+    finally:
+        await first.close()
+    assert await backend.sql("SELECT value FROM meta WHERE key='schema_version'") == [(str(SCHEMA_VERSION),)]
+    second = await backend.open_store()  # migrating again is harmless and keeps the data
+    try:
+        assert await second.find_by_external_id("webhook", "kept") is not None
+        assert await second.count_by_state() == {"pending": 1}
+    finally:
+        await second.close()
+
+
+async def test_refuses_a_schema_from_a_newer_bridge(backend: Backend) -> None:
+    store = await backend.open_store()
+    await store.close()
+    await backend.sql("UPDATE meta SET value='999' WHERE key='schema_version'")
+    with pytest.raises(StoreError, match="upgrade hitl-bridge"):
+        await backend.open_store()
+
+
+async def test_a_store_that_is_not_open_says_so(backend: Backend) -> None:
+    store = backend.new_store()
+    with pytest.raises(StoreError, match="not open"):
+        await store.get_request("r_1")
+
+
+async def test_votes_count_each_voter_once(store: Store) -> None:
+    assert await store.add_vote(Vote("r_1", "slack:U1", "yes", "Ann", at(1))) is True
+    assert await store.add_vote(Vote("r_1", "slack:U1", "no", "Ann again", at(2))) is False
+    assert await store.add_vote(Vote("r_1", "telegram:42", "yes", "Bob", at(3))) is True
+    assert await store.add_vote(Vote("r_2", "slack:U1", "no", "Ann", at(0))) is True
+    votes = await store.list_votes("r_1")
+    assert votes == [Vote("r_1", "slack:U1", "yes", "Ann", at(1)), Vote("r_1", "telegram:42", "yes", "Bob", at(3))]
+    assert [v.value for v in await store.list_votes("r_2")] == ["no"]
+    assert await store.list_votes("r_3") == []
+
+
+async def test_kv_put_get_expire_delete(store: Store) -> None:
+    await store.kv_put("telegram", "cb:abc", {"request_id": "r_1", "option": "yes"}, expires_at=at(100))
+    await store.kv_put("slack", "cb:abc", {"other": "namespace"})
+    assert await store.kv_get("telegram", "cb:abc") == {"request_id": "r_1", "option": "yes"}
+    assert await store.kv_get("telegram", "cb:abc", now=at(99)) == {"request_id": "r_1", "option": "yes"}
+    assert await store.kv_get("telegram", "cb:abc", now=at(100)) is not None  # valid up to its instant
+    assert await store.kv_get("telegram", "cb:abc", now=at(101)) is None
+    assert await store.kv_get("slack", "cb:abc", now=at(10**6)) == {"other": "namespace"}  # no expiry
+    await store.kv_put("telegram", "cb:abc", {"replaced": True}, expires_at=None)
+    assert await store.kv_get("telegram", "cb:abc", now=at(10**6)) == {"replaced": True}
+    await store.kv_delete("telegram", "cb:abc")
+    assert await store.kv_get("telegram", "cb:abc") is None
+    assert await store.kv_get("slack", "cb:abc") == {"other": "namespace"}
+    await store.kv_delete("telegram", "never-there")  # deleting nothing is fine
+
+
+# Hostile text: "\u0000" is valid JSON, so an engine or a platform can send it; PostgreSQL's
+# text type cannot hold it. Nothing may fail, and lookups must stay exact.
+NASTY = ["job\x00one", "\x00", "\x01looks-escaped", "\x01", "emoji 🚀 and ünïcode", "back\\slash\\u0000"]
+
+
+async def test_hostile_text_round_trips_and_stays_exact(store: Store) -> None:
+    for n, text in enumerate(NASTY):
+        request = make_request(external_id=text, source=f"src{text}", route=text, created=n,
+                               title=f"t{text}", context={"k": text})
+        assert (await store.create_request(request))[1] is True
+        found = await store.find_by_external_id(f"src{text}", text)
+        assert found == request
+        assert [r.id for r in await store.list_requests(source=f"src{text}", route=text)] == [request.id]
+    assert await store.find_by_external_id("srcjob", "job") is None
+    assert await store.find_by_external_id("src\\u0000", "\\u0000") is None
+    assert await store.get_request("r_\x00missing") is None
+    assert await store.list_events("r_\x00") == [] and await store.list_posts("\x00") == []
+    for n, text in enumerate(NASTY):
+        await store.kv_put(text, text, {"v": text})
+        await store.add_vote(Vote("r_x", f"slack:{text}", text, text, at(n)))
+        await store.add_event("r_x", text, text, {"text": text}, at(n))
+        await store.add_post(Post(request_id="r_x", channel=text, target=text, ref={"t": text}, ok=False,
+                                  error=text, at=at(n)))
+        item = await store.enqueue("r_x", text, at(n))
+        await store.outbox_retry(item, attempts=1, due_at=at(n), error=text)
+    for text in NASTY:
+        assert await store.kv_get(text, text) == {"v": text}
+    assert [(v.voter, v.value, v.name) for v in await store.list_votes("r_x")] == [
+        (f"slack:{t}", t, t) for t in NASTY]
+    assert [(e.kind, e.actor, e.data) for e in await store.list_events("r_x")] == [
+        (t, t, {"text": t}) for t in NASTY]
+    assert [(p.channel, p.target, p.ref, p.error) for p in await store.list_posts("r_x")] == [
+        (t, t, {"t": t}, t) for t in NASTY]
+    assert [(i.state, i.last_error) for i in await store.list_outbox(request_id="r_x")] == [(t, t) for t in NASTY]
+
+
+async def test_large_request_body_round_trips(store: Store) -> None:
+    request = make_request(context={"diff": "x" * 2_000_000, "lines": list(range(10_000))})
+    await store.create_request(request)
+    assert await store.get_request(request.id) == request
+
+
+async def test_out_of_range_paging_returns_nothing(store: Store) -> None:
+    await store.create_request(make_request())
+    assert await store.list_requests(offset=10**30) == []
+    assert len(await store.list_requests(limit=10**30)) == 1

@@ -1,0 +1,104 @@
+"""Restarting the daemon in the middle of each phase: timers are rebuilt from the store,
+nothing fires twice, nothing is skipped; downtime collapses missed reminders into one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bridge.models import RequestState
+from tests.harness import ManualClock
+from tests.timing.helpers import bridge_on, create, events, kinds, step, stored
+from tests.timing.test_ladder import LADDER
+
+
+async def test_restart_without_downtime_fires_nothing_again(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        rid = await create(daemon)
+        await step(daemon, clock, minutes=15)  # reminder 1 and level 1
+    for _ in range(3):
+        async with bridge_on(tmp_path, clock, LADDER) as daemon:
+            assert len(daemon.scheduler.index) == 1  # rebuilt from the store
+            assert await daemon.scheduler.run_due() == 0
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        assert len(await events(daemon, rid, "reminded")) == 1
+        assert len(await events(daemon, rid, "escalated")) == 1
+        assert [p.target for p in await daemon.store.list_posts(rid)] == ["web:team", "web:lead"]
+
+
+async def test_reminders_missed_while_down_are_sent_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, {"routes": [{"notify": ["web:team"], "remind_every": "10m"}]}) as daemon:
+        rid = await create(daemon)
+        await step(daemon, clock, minutes=10)
+        assert len(await events(daemon, rid, "reminded")) == 1
+    clock.advance(minutes=35)  # down for 10m+35m: reminders at 20m, 30m, 40m were missed
+    async with bridge_on(tmp_path, clock, {"routes": [{"notify": ["web:team"], "remind_every": "10m"}]}) as daemon:
+        reminded = await events(daemon, rid, "reminded")
+        assert [e.data["n"] for e in reminded] == [1, 2]  # one reminder at start, not three
+        assert reminded[-1].data["missed"] == 2
+        request = await stored(daemon, rid)
+        assert (request.next_reminder_at - request.created_at).total_seconds() == 50 * 60  # type: ignore[operator]
+        assert await step(daemon, clock, minutes=4) == 0
+        assert await step(daemon, clock, minutes=1) == 1  # 50m: back on the grid
+
+
+async def test_restart_between_levels_fires_the_next_level_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        rid = await create(daemon)
+        await step(daemon, clock, minutes=15)
+        assert (await stored(daemon, rid)).escalation_level == 1
+    clock.advance(minutes=40)  # down across level 2 (45m) and reminders 20m..50m
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        request = await stored(daemon, rid)
+        assert request.escalation_level == 2
+        escalated = await events(daemon, rid, "escalated")
+        assert [e.data["level"] for e in escalated] == [1, 2]
+        assert [p.target for p in await daemon.store.list_posts(rid)] == ["web:team", "web:lead", "web:boss"]
+        assert len(await events(daemon, rid, "reminded")) == 2
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:  # and again: nothing repeats
+        assert len(await events(daemon, rid, "escalated")) == 2
+        assert len(await daemon.store.list_posts(rid)) == 3
+
+
+async def test_down_across_both_levels_posts_both_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        rid = await create(daemon)
+    clock.advance(minutes=50)
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        escalated = await events(daemon, rid, "escalated")
+        assert [e.data["level"] for e in escalated] == [1, 2]  # no level skipped
+        assert [p.target for p in await daemon.store.list_posts(rid)] == ["web:team", "web:lead", "web:boss"]
+        assert len(await events(daemon, rid, "reminded")) == 1
+
+
+async def test_deadline_passed_while_down_fires_at_start_exactly_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        rid = await create(daemon)
+        await step(daemon, clock, minutes=50)
+    clock.advance(hours=3)
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        request = await stored(daemon, rid)
+        assert request.state in (RequestState.expired, RequestState.delivered)
+        assert request.answer is not None and request.answer.via == "timeout"
+    clock.advance(hours=3)
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        assert (await kinds(daemon, rid)).count("expired") == 1
+        assert len(daemon.scheduler.index) == 0
+
+
+async def test_crash_between_escalation_claim_and_post_is_reposted(tmp_path: Path) -> None:
+    """The claim (level, targets) is stored first; a crash before the post leaves a target
+    without a copy: the next start posts it."""
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        rid = await create(daemon)
+        # what the store holds right after a claim whose post never happened
+        await daemon.store.update_request(rid, now=clock.now(), escalation_level=1,
+                                          targets=["web:team", "web:lead"])
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        await daemon.service.drain()
+        assert [p.target for p in await daemon.store.list_posts(rid)] == ["web:team", "web:lead"]
