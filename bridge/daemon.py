@@ -60,8 +60,28 @@ class Daemon:
                               f"listening on {http.host} (beyond loopback) needs http.api_tokens")
 
     async def start(self, *, serve_http: bool = True) -> None:
+        """Open the store, build and start everything; on any failure, undo what was started."""
         self.check_listen()
         await self.store.open()
+        try:
+            await self._start(serve_http)
+        except BaseException:
+            await self._abort()
+            raise
+
+    async def _abort(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._tasks.clear()
+        for channel in self.channels:
+            with contextlib.suppress(Exception):
+                await channel.stop()
+        await self.store.close()
+
+    async def _start(self, serve_http: bool) -> None:
         self.channels = build_channels(self.settings, self.store, self.clock)
         self.sources = build_sources(self.settings, self.store, self.clock,
                                      optional=frozenset({"delta"}) if self.embedded else frozenset())
@@ -113,16 +133,22 @@ class Daemon:
             timeout_graceful_shutdown=5,
         )
         self.server = _Server(config)
-        task = asyncio.create_task(self.server.serve(), name="http")
+        task = asyncio.create_task(self._serve_guarded(self.server), name="http")
         self._tasks.append(task)
         while not self.server.started:
             if task.done():
                 task.result()
-                raise RuntimeError("HTTP server stopped during start")
+                raise OSError(f"could not listen on {self.settings.http.listen} (is the port in use?)")
             await asyncio.sleep(0.01)
         sockets = self.server.servers[0].sockets if self.server.servers else []
         if sockets:
             self.port = sockets[0].getsockname()[1]
+
+    async def _serve_guarded(self, server: uvicorn.Server) -> None:
+        try:
+            await server.serve()
+        except SystemExit:  # uvicorn exits the process when it cannot bind; report it instead
+            raise OSError(f"could not listen on {self.settings.http.listen} (is the port in use?)") from None
 
     @property
     def base_url(self) -> str:

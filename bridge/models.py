@@ -342,5 +342,5 @@ def new_request_id() -> str:
     for _ in range(9):
         head = alphabet[ms & 31] + head
         ms >>= 5
-    tail = "".join(secrets.choice(alphabet) for _ in range(10))
+    tail = "".join(alphabet[b & 31] for b in secrets.token_bytes(10))
     return f"r_{head}{tail}"

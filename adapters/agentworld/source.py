@@ -183,25 +183,32 @@ class AgentWorldSource:
                 return  # cancelled/expired without an answer and the prompt cannot be skipped
             raise DeliveryError(str(exc), permanent=True) from None
         rid = outcome.request.id
+        # until a clear reply comes back the attempt counts as unclear (also when the outbox
+        # cuts it off): a later "not pending" then means that attempt landed
+        was_unclear = rid in self.ambiguous
+        self.ambiguous.add(rid)
         if ref.get("form") == "legacy":
-            await self._tool_result(rid, ref, body)
+            await self._tool_result(rid, ref, body, was_unclear)
         else:
-            await self._respond(rid, ref, body, quiet=answer is None)
+            await self._respond(rid, ref, body, was_unclear or answer is None)
+        self.ambiguous.discard(rid)
 
-    async def _post(self, rid: str, path: str, body: dict[str, Any]) -> httpx.Response:
+    async def _post(self, rid: str, path: str, body: dict[str, Any], was_unclear: bool) -> httpx.Response:
         try:
             return await self.http.post(path, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
+            if not was_unclear:
+                self.ambiguous.discard(rid)
+            raise DeliveryError(f"agent-world unreachable: {_describe(exc)}") from None
         except httpx.TimeoutException:
-            self.ambiguous.add(rid)
             raise DeliveryError(f"agent-world did not answer POST {path} in time") from None
         except httpx.HTTPError as exc:
-            raise DeliveryError(f"agent-world unreachable: {_describe(exc)}") from None
+            raise DeliveryError(f"agent-world broke off POST {path}: {_describe(exc)}") from None
 
-    async def _respond(self, rid: str, ref: dict[str, Any], body: dict[str, Any], *, quiet: bool) -> None:
+    async def _respond(self, rid: str, ref: dict[str, Any], body: dict[str, Any], landed_if_gone: bool) -> None:
         path = f"/worlds/{quote(ref['world'], safe='')}/hitl/respond"
-        verdict = await self._verdict(rid, await self._post(rid, path, body))
+        verdict = await self._verdict(rid, await self._post(rid, path, body, landed_if_gone), landed_if_gone)
         if verdict.get("accepted") is True:
-            self.ambiguous.discard(rid)
             return
         # not accepted: maybe pending only in the chat (runtime restarted); replay it once
         try:
@@ -214,25 +221,27 @@ class AgentWorldSource:
         if not any(
             isinstance(p, dict) and ref["requestId"] in (p.get("requestId"), p.get("toolCallId")) for p in pending
         ):
-            if rid in self.ambiguous or quiet:
-                self.ambiguous.discard(rid)
+            if landed_if_gone:
                 return  # our earlier attempt landed, or nothing was owed
+            self.ambiguous.discard(rid)
             raise DeliveryError(
                 f"agent-world no longer waits for this answer (answered elsewhere?): {verdict.get('reason')}",
                 permanent=True,
             )
-        again = await self._verdict(rid, await self._post(rid, path, body))
-        if again.get("accepted") is True:
+        again = await self._verdict(rid, await self._post(rid, path, body, landed_if_gone), landed_if_gone)
+        if again.get("accepted") is not True:
             self.ambiguous.discard(rid)
-            return
-        raise DeliveryError(
-            f"agent-world refused the answer: {again.get('reason') or 'no reason given'}", permanent=True
-        )
+            raise DeliveryError(
+                f"agent-world refused the answer: {again.get('reason') or 'no reason given'}", permanent=True
+            )
 
-    async def _verdict(self, rid: str, reply: httpx.Response) -> dict[str, Any]:
+    async def _verdict(self, rid: str, reply: httpx.Response, was_unclear: bool) -> dict[str, Any]:
         if reply.status_code >= 500:
+            if not was_unclear:
+                self.ambiguous.discard(rid)
             raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {_error_text(reply)}")
         if reply.status_code >= 400:
+            self.ambiguous.discard(rid)
             raise DeliveryError(
                 f"agent-world refused the answer (HTTP {reply.status_code}: {_error_text(reply)})",
                 permanent=reply.status_code != 429,
@@ -240,31 +249,30 @@ class AgentWorldSource:
         try:
             verdict = reply.json()
         except (ValueError, RecursionError):
-            self.ambiguous.add(rid)
             raise DeliveryError("agent-world answered with something that is not JSON") from None
         if not isinstance(verdict, dict) or not isinstance(verdict.get("accepted"), bool):
-            self.ambiguous.add(rid)
             raise DeliveryError("agent-world's reply has no `accepted` flag")
         return verdict
 
-    async def _tool_result(self, rid: str, ref: dict[str, Any], body: dict[str, Any]) -> None:
+    async def _tool_result(self, rid: str, ref: dict[str, Any], body: dict[str, Any], was_unclear: bool) -> None:
         path = f"/worlds/{quote(ref['world'], safe='')}/tool-results"
-        reply = await self._post(rid, path, body)
-        if reply.status_code == 404 and rid in self.ambiguous:
-            self.ambiguous.discard(rid)
-            return
+        reply = await self._post(rid, path, body, was_unclear)
+        if reply.status_code == 404 and was_unclear:
+            return  # the earlier attempt landed: the tool call is no longer open
         if reply.status_code >= 500:
+            if not was_unclear:
+                self.ambiguous.discard(rid)
             raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {_error_text(reply)}")
         if reply.status_code >= 400:
+            self.ambiguous.discard(rid)
             raise DeliveryError(
-                f"agent-world refused the tool result (HTTP {reply.status_code}: {_error_text(reply)})", permanent=True
+                f"agent-world refused the tool result (HTTP {reply.status_code}: {_error_text(reply)})",
+                permanent=True,
             )
         try:
             reply.json()
         except (ValueError, RecursionError):
-            self.ambiguous.add(rid)
             raise DeliveryError("agent-world answered with something that is not JSON") from None
-        self.ambiguous.discard(rid)
 
 
 def _error_text(reply: httpx.Response) -> str:

@@ -245,17 +245,24 @@ class MastraSource:
         return any(item.external_id == external_id for item in found)
 
     async def _post_resume(self, request_id: str, path: str, params: dict[str, str], body: dict[str, Any]) -> None:
+        """POST the resume. Until a clear reply comes back the attempt counts as unclear
+        (`ambiguous`), also when the outbox cuts it off, so a retry checks first."""
+        was_unclear = request_id in self.ambiguous
+        self.ambiguous.add(request_id)
         try:
             reply = await self.http.post(path, params=params, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
+            if not was_unclear:
+                self.ambiguous.discard(request_id)
+            raise DeliveryError(f"Mastra unreachable: {_describe(exc)}") from None
         except httpx.TimeoutException:
-            self.ambiguous.add(request_id)
             raise DeliveryError(f"Mastra did not answer POST {path} in time") from None
         except httpx.HTTPError as exc:
-            raise DeliveryError(f"Mastra unreachable: {_describe(exc)}") from None
+            raise DeliveryError(f"Mastra broke off POST {path}: {_describe(exc)}") from None
         if reply.status_code in (400, 404, 409):
-            if request_id in self.ambiguous:
-                # an earlier attempt timed out and the run no longer waits: that attempt landed
-                self.ambiguous.discard(request_id)
+            self.ambiguous.discard(request_id)
+            if was_unclear:
+                # an earlier attempt got no clear reply and the run no longer waits: it landed
                 log.info("mastra source %s: %s already resumed by an earlier attempt", self.name, request_id)
                 return
             raise DeliveryError(
@@ -264,11 +271,12 @@ class MastraSource:
                 permanent=True,
             )
         if reply.status_code >= 300:
+            if not was_unclear:
+                self.ambiguous.discard(request_id)
             raise DeliveryError(f"Mastra answered HTTP {reply.status_code}: {_error_text(reply)}")
         try:
             reply.json()
         except (ValueError, RecursionError):
-            self.ambiguous.add(request_id)
             raise DeliveryError(f"Mastra answered POST {path} with something that is not JSON") from None
         self.ambiguous.discard(request_id)
 

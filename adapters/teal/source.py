@@ -81,7 +81,8 @@ class TealSource:
             base_url=config.base_url.rstrip("/"), timeout=config.timeout.total_seconds(), follow_redirects=False
         )
         self.sink: RequestSink | None = None
-        self.ambiguous: set[str] = set()
+        self.ambiguous: set[str] = set()  # rejects that got no clear reply (safe to send again)
+        self.unsettled: set[str] = set()  # approves sent without a reply yet (never sent twice)
 
     async def run(self, sink: RequestSink) -> None:
         """Teal pushes to us (the intake route); nothing to poll."""
@@ -220,12 +221,21 @@ class TealSource:
         if auth:
             headers["Authorization"] = auth
         body = resume_body(outcome.state, outcome.answer)
+        if body["action"] == "approve":
+            if rid in self.unsettled:
+                # the last approve was interrupted (outbox timeout, cancel) before any reply
+                self._unclear(rid, "approve", "never confirmed an earlier approval attempt")
+            self.unsettled.add(rid)
         try:
             reply = await self.http.post(path, json=body, headers=headers)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
+            self.unsettled.discard(rid)
+            raise DeliveryError(f"Teal unreachable: {_describe(exc)}") from None
         except httpx.TimeoutException:
             self._unclear(rid, body["action"], "did not answer the resume call in time")
         except httpx.HTTPError as exc:
-            raise DeliveryError(f"Teal unreachable: {_describe(exc)}") from None
+            self._unclear(rid, body["action"], f"broke off the resume call ({_describe(exc)})")
+        self.unsettled.discard(rid)
         if reply.status_code >= 500:
             if rid in self.ambiguous:
                 # an earlier reject got no clear reply; Teal answers 500 once the task is no longer paused

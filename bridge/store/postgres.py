@@ -11,25 +11,32 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
-from importlib import resources
 from typing import Any
 
 import asyncpg
 
 from bridge.models import Answer, Event, Post, Request, RequestState
 from bridge.store.base import OutboxItem, Store, StoreError, Vote
-from bridge.store.codec import SCHEMA_VERSION
+from bridge.store.pg_rows import (
+    POST_INSERT,
+    UPDATE_REQUEST,
+    event_args,
+    event_insert,
+    load_body,
+    migrate,
+    outbox_item,
+    post_args,
+    write_args,
+)
 from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode_opt, encode_text, redact_url
 
 # what a dropped connection looks like (server restart, failover, admin kill)
 _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError,
          asyncpg.AdminShutdownError, TimeoutError)
 _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
-_MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
-_SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
 
 
 class PostgresStore(Store):
@@ -55,7 +62,7 @@ class PostgresStore(Store):
             raise StoreError(f"cannot open PostgreSQL store {redact_url(self.url)}: {_reason(exc)}") from None
         try:
             async with self._txn() as conn:
-                await _migrate(conn)
+                await migrate(conn)
         except BaseException:
             await self.close()
             raise
@@ -97,12 +104,12 @@ class PostgresStore(Store):
                 "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
                 "  deadline, next_reminder_at, next_escalation_at, body) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) "
                 "  ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id), "
-                f"ev AS ({_event_insert(12, 'FROM ins')}) "
+                f"ev AS ({event_insert(12, 'FROM ins')}) "
                 "SELECT id FROM ins",
                 encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
                 request.state.value, encode_text(request.route), request.created_at, request.updated_at,
                 request.deadline, request.next_reminder_at, request.next_escalation_at,
-                encode_text(request.model_dump_json()), *_event_args(event),
+                encode_text(request.model_dump_json()), *event_args(event),
             )
             if inserted is not None:
                 return request, True
@@ -112,12 +119,12 @@ class PostgresStore(Store):
             )
         if body is None:
             raise StoreError(f"request {request.external_id!r} conflicted but cannot be read")
-        return _load(body), False
+        return load_body(body), False
 
     async def get_request(self, request_id: str) -> Request | None:
         async with self._conn() as conn:
             body = await conn.fetchval("SELECT body FROM requests WHERE id=$1", encode_text(request_id))
-        return _load(body) if body is not None else None
+        return load_body(body) if body is not None else None
 
     async def find_by_external_id(self, source: str, external_id: str) -> Request | None:
         async with self._conn() as conn:
@@ -125,7 +132,7 @@ class PostgresStore(Store):
                 "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
                 encode_text(source), encode_text(external_id),
             )
-        return _load(body) if body is not None else None
+        return load_body(body) if body is not None else None
 
     async def list_requests(
         self,
@@ -154,7 +161,7 @@ class PostgresStore(Store):
         sql += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
         async with self._conn() as conn:
             rows = await conn.fetch(sql, *args)
-        return [_load(r[0]) for r in rows]
+        return [load_body(r[0]) for r in rows]
 
     async def count_by_state(self) -> dict[str, int]:
         async with self._conn() as conn:
@@ -188,11 +195,11 @@ class PostgresStore(Store):
                 request.next_escalation_at = None
             # the row, its event and its outbox entry in one statement: one round trip
             await conn.execute(
-                f"WITH upd AS ({_UPDATE_REQUEST}), ev AS ({_event_insert(9)}), "
+                f"WITH upd AS ({UPDATE_REQUEST}), ev AS ({event_insert(9)}), "
                 "ob AS (INSERT INTO outbox (request_id, state, due_at, created_at) "
                 "  SELECT $1, $14::text, $4, $4 WHERE $14::text IS NOT NULL) "
                 "SELECT 1",
-                *_write_args(request), *_event_args(event), encode_opt(enqueue),
+                *write_args(request), *event_args(event), encode_opt(enqueue),
             )
             return request
 
@@ -228,15 +235,15 @@ class PostgresStore(Store):
     # posts ------------------------------------------------------------------------------
     async def add_post(self, post: Post) -> None:
         async with self._conn() as conn:
-            await conn.execute(_POST_INSERT, *_post_args(post))
+            await conn.execute(POST_INSERT, *post_args(post))
 
     async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
                            now: datetime) -> Request | None:
         async with self._txn() as conn:
             if posts:
-                await conn.executemany(_POST_INSERT, [_post_args(p) for p in posts])
+                await conn.executemany(POST_INSERT, [post_args(p) for p in posts])
             if events:
-                await conn.executemany(_event_insert(1), [_event_args(e) for e in events])
+                await conn.executemany(event_insert(1), [event_args(e) for e in events])
             if not any(p.ok for p in posts):
                 return None
             body = await conn.fetchval(
@@ -244,7 +251,7 @@ class PostgresStore(Store):
             )
             if body is None:
                 return None
-            request = _load(body)
+            request = load_body(body)
             request.state = RequestState.posted
             request.updated_at = now
             await _write(conn, request)
@@ -286,7 +293,7 @@ class PostgresStore(Store):
                 "SELECT * FROM claimed ORDER BY due_at, id",
                 now, limit, now + timedelta(seconds=lease_s),
             )
-        return [_outbox_item(r) for r in rows]
+        return [outbox_item(r) for r in rows]
 
     async def outbox_done(self, item_id: int) -> None:
         async with self._conn() as conn:
@@ -314,7 +321,7 @@ class PostgresStore(Store):
             sql += f" AND request_id=${len(args)}"
         async with self._conn() as conn:
             rows = await conn.fetch(sql + " ORDER BY id", *args)
-        return [_outbox_item(r) for r in rows]
+        return [outbox_item(r) for r in rows]
 
     async def next_outbox_due(self) -> datetime | None:
         async with self._conn() as conn:
@@ -373,93 +380,20 @@ class PostgresStore(Store):
                 "SELECT body FROM requests WHERE state IN ('pending','posted') AND (deadline IS NOT NULL "
                 "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
             )
-        return [_load(r[0]) for r in rows]
-
-
-async def _migrate(conn: asyncpg.Connection) -> None:
-    """Create the schema in an empty database (or schema) and refuse one that is too new."""
-    if await conn.fetchval("SELECT current_schema()") is None:
-        path = await conn.fetchval("SHOW search_path")
-        raise StoreError(
-            f"no schema to create tables in: none of search_path ({path}) exists; "
-            "create it first (CREATE SCHEMA …) or fix search_path in the store url"
-        )
-    await conn.execute("SELECT pg_advisory_xact_lock($1)", _MIGRATION_LOCK)
-    version = 0
-    if await conn.fetchval("SELECT to_regclass('meta')") is not None:
-        found = await conn.fetchval("SELECT value FROM meta WHERE key='schema_version'")
-        version = int(found) if found is not None else 0
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
-        )
-    await conn.execute(_SCHEMA)
-    await conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
-        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-        str(SCHEMA_VERSION),
-    )
+        return [load_body(r[0]) for r in rows]
 
 
 async def _locked(conn: asyncpg.Connection, request_id: str) -> Request | None:
     body = await conn.fetchval("SELECT body FROM requests WHERE id=$1 FOR UPDATE", encode_text(request_id))
-    return _load(body) if body is not None else None
-
-
-_UPDATE_REQUEST = (
-    "UPDATE requests SET state=$2, route=$3, updated_at=$4, deadline=$5, next_reminder_at=$6, "
-    "next_escalation_at=$7, body=$8 WHERE id=$1"
-)
-def _event_insert(n: int, source: str = "") -> str:
-    """INSERT … SELECT of one event from parameters $n…$n+4 (request_id, at, kind, actor, data);
-    writes nothing when the time ($n+1) is NULL (no event) or `source` (e.g. "FROM ins") has no row."""
-    return (
-        "INSERT INTO events (request_id, at, kind, actor, data) "
-        f"SELECT ${n}::text, ${n + 1}::timestamptz, ${n + 2}::text, ${n + 3}::text, ${n + 4}::text "
-        f"{source} WHERE ${n + 1}::timestamptz IS NOT NULL"
-    )
-
-
-_POST_INSERT = "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES ($1,$2,$3,$4,$5,$6,$7)"
-
-
-def _post_args(post: Post) -> tuple[Any, ...]:
-    return (encode_text(post.request_id), encode_text(post.channel), encode_text(post.target),
-            encode_text(json.dumps(post.ref)), post.ok, encode_opt(post.error), post.at)
-
-
-def _write_args(request: Request) -> tuple[Any, ...]:
-    return (
-        encode_text(request.id), request.state.value, encode_text(request.route), request.updated_at,
-        request.deadline, request.next_reminder_at, request.next_escalation_at, encode_text(request.model_dump_json()),
-    )
-
-
-def _event_args(event: Event | None) -> tuple[Any, ...]:
-    if event is None:
-        return (None, None, None, None, None)
-    return (encode_text(event.request_id), event.at, encode_text(event.kind), encode_text(event.actor),
-            json.dumps(event.data, default=str))
+    return load_body(body) if body is not None else None
 
 
 async def _write(conn: asyncpg.Connection, request: Request) -> None:
-    await conn.execute(_UPDATE_REQUEST, *_write_args(request))
+    await conn.execute(UPDATE_REQUEST, *write_args(request))
 
 
 async def _insert_event(conn: asyncpg.Connection, event: Event) -> None:
-    await conn.execute(_event_insert(1), *_event_args(event))
-
-
-def _load(body: str) -> Request:
-    return Request.model_validate_json(decode_text(body))
-
-
-def _outbox_item(r: Iterable[Any]) -> OutboxItem:
-    id_, request_id, state, attempts, due_at, created_at, last_error, dead = r
-    return OutboxItem(
-        id=int(id_), request_id=decode_text(request_id), state=decode_text(state), attempts=attempts,
-        due_at=due_at, created_at=created_at, last_error=decode_opt(last_error), dead=bool(dead),
-    )
+    await conn.execute(event_insert(1), *event_args(event))
 
 
 def _reason(exc: BaseException) -> str:

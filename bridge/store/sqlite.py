@@ -7,8 +7,11 @@ processes on the same file (the CLI), and costs one hop instead of one per state
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import sqlite3
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime
 from importlib import resources
@@ -27,9 +30,13 @@ _COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, dead
 
 
 class SQLiteStore(Store):
+    """See the module docstring; writes are group-committed (`_run`)."""
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._db: aiosqlite.Connection | None = None
+        self._queue: deque[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = deque()
+        self._flush_scheduled = False
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
@@ -49,22 +56,51 @@ class SQLiteStore(Store):
             self._db = None
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `fn` in its own transaction — group-committed with whatever else is queued.
+
+        Concurrent writers (16 intake clients, posts, answers) are drained by one hop into
+        aiosqlite's thread and committed together: each `fn` runs inside a SAVEPOINT, so a
+        failing one rolls back alone and raises to its own caller only."""
         db = self._db
         if db is None:
             raise StoreError("store is not open")
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._queue.append((fn, future))
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            flushing = asyncio.ensure_future(db._execute(self._flush, db, loop))
+            flushing.add_done_callback(_log_flush_failure)
+        return await future
 
-        def in_thread() -> T:
-            conn = db._conn  # the sqlite3 connection owned by aiosqlite's thread
+    def _flush(self, db: aiosqlite.Connection, loop: asyncio.AbstractEventLoop) -> None:
+        self._flush_scheduled = False  # before draining: a later append schedules its own flush
+        batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+        while self._queue:
+            batch.append(self._queue.popleft())
+        if not batch:
+            return
+        conn = db._conn  # the sqlite3 connection owned by aiosqlite's thread
+        outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        try:
             conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            for fn, future in batch:
+                conn.execute("SAVEPOINT one")
+                try:
+                    result = fn(conn)
+                except Exception as exc:
+                    conn.execute("ROLLBACK TO one")
+                    conn.execute("RELEASE one")
+                    outcomes.append((future, None, exc))
+                else:
+                    conn.execute("RELEASE one")
+                    outcomes.append((future, result, None))
             conn.execute("COMMIT")
-            return result
-
-        return await db._execute(in_thread)
+        except Exception as exc:  # the commit itself failed: nobody's change is stored
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            outcomes = [(future, None, exc) for _fn, future in batch]
+        loop.call_soon_threadsafe(_settle, outcomes)
 
     # requests -----------------------------------------------------------------------
     async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
@@ -379,6 +415,21 @@ class SQLiteStore(Store):
             "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
         )
         return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql)])
+
+
+def _settle(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for future, result, error in outcomes:
+        if future.done():  # the caller was cancelled meanwhile
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+
+def _log_flush_failure(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logging.getLogger("hitl_bridge.store").error("store flush failed: %s", task.exception())
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -96,3 +96,20 @@ def test_short_api_token_refused(tmp_path: Path) -> None:
     path = write(tmp_path, "http: {api_tokens: [short]}\n")
     with pytest.raises(ConfigError, match="at least 16"):
         load_settings(path, env={})
+
+
+async def test_port_in_use_is_a_clear_error_and_nothing_leaks(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        settings = make_settings(tmp_path, {"http": {"listen": f"127.0.0.1:{port}"}})
+        daemon = Daemon(settings)
+        with pytest.raises(OSError, match="could not listen"):
+            await daemon.start()
+    # the store was closed on the way out: a second daemon can open it at once
+    other = Daemon(make_settings(tmp_path))
+    await other.start()
+    await other.stop()

@@ -203,3 +203,17 @@ async def test_garbage_resume_reply_is_retried(tmp_path: Path, mastra: FakeMastr
         await answer(bridge, req.id, {"answer": "go"})
         await wait_for(lambda: _is(bridge, req.id, "delivered"))
         assert mastra.runs["deploy"][run_id].resumes == [{"step": "approve", "resumeData": {"answer": "go"}}]
+
+
+async def test_resume_cut_off_by_the_outbox_timeout_is_checked_before_a_retry(
+    tmp_path: Path, mastra: FakeMastra
+) -> None:
+    run_id = mastra.suspend("deploy", "loop", {"question": "Round 1?"}, then=[("loop", {"question": "Round 2?"})])
+    source = mastra_source(mastra, timeout="5s", poll_every="1h")
+    config = engine_config(source, delivery={"timeout": "300ms", "first_retry": "800ms"})
+    async with running_bridge(tmp_path, config) as bridge:
+        req = await one_open(bridge)
+        mastra.server.set_faults("slow", delay=0.6, remaining=1, only_methods=("POST",))
+        await answer(bridge, req.id, {"answer": "first"})
+        await wait_for(lambda: _is(bridge, req.id, "delivered"))
+        assert mastra.runs["deploy"][run_id].resumes == [{"step": "loop", "resumeData": {"answer": "first"}}]

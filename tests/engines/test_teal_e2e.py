@@ -30,7 +30,14 @@ async def intake(bridge: Daemon, body: Any, token: str | None = None, raw: bytes
 
 
 async def pause_in_bridge(bridge: Daemon, fake: FakeTeal, plan: list[list[dict[str, Any]]]) -> str:
-    reply = fake.start_task(OWNER, plan=plan)
+    """A client calls the agent service over HTTP, gets a pause, and hands it to the bridge."""
+    fake.next_plan = plan
+    async with httpx.AsyncClient() as http:
+        r = await http.post(
+            fake.service_url, json={"items": [{"content": "release"}]}, headers={"Authorization": OWNER}
+        )
+    reply = r.json()
+    assert reply["status"] == "Paused"
     r = await intake(bridge, {"agent": fake.agent, "version": fake.version, "reply": reply, "authorization": OWNER})
     assert r.status_code == 201, r.text
     request_id: str = r.json()["id"]
@@ -218,3 +225,17 @@ async def test_restart_without_secrets_key_falls_back_to_the_configured_authoriz
         await answer(bridge, rid, {"tool_1": "yes"})
         await wait_for(lambda: _is(bridge, rid, "delivered"))
         assert teal.server.calls_to("POST", "/resume/")[0].headers["authorization"] == OWNER
+
+
+async def test_approval_cut_off_by_the_outbox_timeout_is_not_sent_again(tmp_path: Path, teal: FakeTeal) -> None:
+    source = teal_source(teal, timeout="5s")
+    config = engine_config(source, delivery={"timeout": "300ms"})
+    async with running_bridge(tmp_path, config) as bridge:
+        rid = await pause_in_bridge(bridge, teal, [[tool_call("A", "one", {})], [tool_call("A", "two", {})]])
+        teal.server.set_faults("slow", delay=0.6, remaining=1, only_methods=("POST",))
+        await answer(bridge, rid, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid, "failed"))
+        assert "may have been applied" in (await get_request(bridge, rid))["error"]
+        task = next(iter(teal.tasks.values()))
+        await wait_for(lambda: task.decisions == ["approve"])
+        assert len(teal.server.calls_to("POST", "/resume/")) == 1

@@ -1,0 +1,96 @@
+"""PostgreSQL store internals: schema migration, shared statements, row <-> argument conversions.
+
+Every text value goes through `encode_text` on the way in and `decode_text` on the way out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from importlib import resources
+from typing import Any
+
+import asyncpg
+
+from bridge.models import Event, Post, Request
+from bridge.store.base import OutboxItem, StoreError
+from bridge.store.codec import SCHEMA_VERSION
+from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_text
+
+MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
+SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
+
+
+async def migrate(conn: asyncpg.Connection) -> None:
+    """Create the schema in an empty database (or schema) and refuse one that is too new."""
+    if await conn.fetchval("SELECT current_schema()") is None:
+        path = await conn.fetchval("SHOW search_path")
+        raise StoreError(
+            f"no schema to create tables in: none of search_path ({path}) exists; "
+            "create it first (CREATE SCHEMA …) or fix search_path in the store url"
+        )
+    await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+    version = 0
+    if await conn.fetchval("SELECT to_regclass('meta')") is not None:
+        found = await conn.fetchval("SELECT value FROM meta WHERE key='schema_version'")
+        version = int(found) if found is not None else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
+        )
+    await conn.execute(SCHEMA)
+    await conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
+        "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
+        str(SCHEMA_VERSION),
+    )
+
+
+UPDATE_REQUEST = (
+    "UPDATE requests SET state=$2, route=$3, updated_at=$4, deadline=$5, next_reminder_at=$6, "
+    "next_escalation_at=$7, body=$8 WHERE id=$1"
+)
+
+
+def event_insert(n: int, source: str = "") -> str:
+    """INSERT … SELECT of one event from parameters $n…$n+4 (request_id, at, kind, actor, data);
+    writes nothing when the time ($n+1) is NULL (no event) or `source` (e.g. "FROM ins") has no row."""
+    return (
+        "INSERT INTO events (request_id, at, kind, actor, data) "
+        f"SELECT ${n}::text, ${n + 1}::timestamptz, ${n + 2}::text, ${n + 3}::text, ${n + 4}::text "
+        f"{source} WHERE ${n + 1}::timestamptz IS NOT NULL"
+    )
+
+
+POST_INSERT = "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES ($1,$2,$3,$4,$5,$6,$7)"
+
+
+def post_args(post: Post) -> tuple[Any, ...]:
+    return (encode_text(post.request_id), encode_text(post.channel), encode_text(post.target),
+            encode_text(json.dumps(post.ref)), post.ok, encode_opt(post.error), post.at)
+
+
+def write_args(request: Request) -> tuple[Any, ...]:
+    return (
+        encode_text(request.id), request.state.value, encode_text(request.route), request.updated_at,
+        request.deadline, request.next_reminder_at, request.next_escalation_at, encode_text(request.model_dump_json()),
+    )
+
+
+def event_args(event: Event | None) -> tuple[Any, ...]:
+    if event is None:
+        return (None, None, None, None, None)
+    return (encode_text(event.request_id), event.at, encode_text(event.kind), encode_text(event.actor),
+            json.dumps(event.data, default=str))
+
+
+def load_body(body: str) -> Request:
+    return Request.model_validate_json(decode_text(body))
+
+
+def outbox_item(r: Iterable[Any]) -> OutboxItem:
+    id_, request_id, state, attempts, due_at, created_at, last_error, dead = r
+    return OutboxItem(
+        id=int(id_), request_id=decode_text(request_id), state=decode_text(state), attempts=attempts,
+        due_at=due_at, created_at=created_at, last_error=decode_opt(last_error), dead=bool(dead),
+    )
