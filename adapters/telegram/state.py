@@ -73,6 +73,12 @@ class ChannelState:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._tokens: dict[str, TokenRecord] = {}  # tokens never change: a read-through cache
+
+    def _remember(self, token: str, record: TokenRecord) -> None:
+        if len(self._tokens) >= 10_000:
+            self._tokens.clear()
+        self._tokens[token] = record
 
     async def _put(self, ns: str, key: str, value: dict[str, Any], now: datetime) -> None:
         await self.store.kv_put(ns, key, value, expires_at=now + KEEP)
@@ -80,10 +86,18 @@ class ChannelState:
     # tokens -------------------------------------------------------------------------
     async def put_token(self, token: str, record: TokenRecord, now: datetime) -> None:
         await self._put(TOKENS, token, asdict(record), now)
+        self._remember(token, record)
 
     async def token(self, token: str, now: datetime) -> TokenRecord | None:
+        cached = self._tokens.get(token)
+        if cached is not None:
+            return cached
         data = await self.store.kv_get(TOKENS, token, now)
-        return TokenRecord(**data) if data else None
+        if not data:
+            return None
+        record = TokenRecord(**data)
+        self._remember(token, record)
+        return record
 
     # prompts (and the open prompts of each chat) --------------------------------------
     async def put_prompt(self, chat_id: int, message_id: int, prompt: Prompt, now: datetime) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel
 from starlette.routing import BaseRoute
 
 from bridge.config import Settings
@@ -15,6 +16,28 @@ from bridge.http import api
 from bridge.http.limits import BodySizeLimit
 from bridge.http.metrics import Metrics
 from bridge.service import BridgeService
+
+COMPONENTS_KEY = "x-hitl-components"
+
+
+def component_schemas(*models: type[BaseModel]) -> dict[str, Any]:
+    """Schemas for routes that parse their own body: put under `openapi_extra[COMPONENTS_KEY]`,
+    they are moved to `components.schemas` when the OpenAPI document is built."""
+    out: dict[str, Any] = {}
+    for model in models:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        out.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    return out
+
+
+def _hoist_components(document: dict[str, Any]) -> dict[str, Any]:
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            if isinstance(operation, dict):
+                schemas.update(operation.pop(COMPONENTS_KEY, {}))
+    return document
 
 
 def describe_errors(errors: Sequence[Any]) -> str:
@@ -43,6 +66,15 @@ def create_app(
     app.state.metrics = metrics
     app.include_router(api.router)
     app.router.routes.extend(extra_routes)
+
+    build_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _hoist_components(build_openapi())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:

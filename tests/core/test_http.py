@@ -167,3 +167,17 @@ async def test_answer_validation_errors_are_422_naming_the_question(tmp_path: Pa
         assert r.status_code == 422 and "several questions" in r.json()["detail"]
         r = await client.post(f"/v1/requests/{rid}/answer", json={"values": {"ok": "yes", "env": "prod"}})
         assert r.status_code == 200
+
+
+async def test_openapi_documents_both_intake_formats_with_resolvable_refs(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path) as bridge, httpx.AsyncClient(base_url=bridge.base_url) as client:
+        doc = (await client.get("/openapi.json")).json()
+    body = doc["paths"]["/v1/requests"]["post"]["requestBody"]["content"]["application/json"]
+    refs = [s["$ref"] for s in body["schema"]["oneOf"]]
+    assert refs == ["#/components/schemas/RequestIn", "#/components/schemas/StructuredRequestIn"]
+    schemas = doc["components"]["schemas"]
+    assert {"RequestIn", "StructuredRequestIn", "Question", "Callback"} <= set(schemas)
+    import json as _json
+
+    for ref in __import__("re").findall(r'"#/components/schemas/([^"]+)"', _json.dumps(doc)):
+        assert ref in schemas, ref

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +130,55 @@ async def test_store_survives_a_killed_connection(
         assert await store.count_by_state() == {}
     finally:
         await store.close()
+
+
+def test_example_replicas_config_is_valid() -> None:
+    from bridge.config import load_settings
+
+    env = {"HITL_BRIDGE_DATABASE_URL": "postgresql://hitl:pw@db.internal:5432/hitl?search_path=hitl",
+           "BRIDGE_SECRET_KEY": "k" * 32, "BRIDGE_API_TOKEN": "t" * 32, "SLACK_BOT_TOKEN": "xoxb-1",
+           "SLACK_SIGNING_SECRET": "s" * 32}
+    config = Path(__file__).resolve().parents[2] / "config" / "replicas-postgres.yaml"
+    settings = load_settings(str(config), env=env)
+    assert isinstance(open_store_from_url(settings.store.url), PostgresStore)
+    assert settings.secrets.key == "k" * 32
+
+
+@pytest.mark.postgres
+async def test_doctor_and_serve_never_print_the_password(tmp_path: Path, postgres_url: str) -> None:
+    # trust auth on the test server ignores the password, so it can be anything
+    url = postgres_url.replace("postgresql://postgres@", "postgresql://postgres:hunter2@", 1)
+    assert "hunter2" in url
+    config = tmp_path / "bridge.yaml"
+    config.write_text(f"store: {{url: '{url}'}}\nhttp: {{listen: '127.0.0.1:0'}}\n")
+    exe = Path(sys.executable).parent / "hitl-bridge"
+    proc = await asyncio.create_subprocess_exec(
+        str(exe), "-c", str(config), "doctor", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        cwd=tmp_path,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+    text = out.decode()
+    assert "[ok] store: postgresql://postgres:***@127.0.0.1" in text, text
+    assert "hunter2" not in text
+    serve = await asyncio.create_subprocess_exec(
+        str(exe), "-c", str(config), "serve", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        cwd=tmp_path,
+    )
+    stdout = serve.stdout
+    assert stdout is not None
+    lines: list[str] = []
+    try:
+        async def until_listening() -> None:
+            while "listening on" not in "".join(lines):
+                line = await stdout.readline()
+                if not line:
+                    return
+                lines.append(line.decode())
+
+        await asyncio.wait_for(until_listening(), timeout=60)
+    finally:
+        serve.terminate()
+        rest, _ = await asyncio.wait_for(serve.communicate(), timeout=30)
+    text = "".join(lines) + rest.decode()
+    assert "(store postgresql://postgres:***@127.0.0.1" in text, text
+    assert "hunter2" not in text
