@@ -1,0 +1,36 @@
+"""Every example in config/ loads, and every target it names has a configured channel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridge.clock import SystemClock
+from bridge.config import load_settings
+from bridge.daemon import unrouted_targets
+from bridge.registry import build_channels, build_sources
+from bridge.store.sqlite import SQLiteStore
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "config").glob("*.yaml"))
+ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signing-secret",
+       "TELEGRAM_BOT_TOKEN": "123456:example", "TELEGRAM_WEBHOOK_SECRET": "example_secret",
+       "BRIDGE_API_TOKEN": "example-token-0123456789", "BRIDGE_SECRET_KEY": "example-passphrase",
+       "INBOX_PASSWORD": "example-password-123", "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef"}
+
+
+def test_there_are_examples() -> None:
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+async def test_example_loads_and_targets_have_channels(path: Path, tmp_path: Path) -> None:
+    settings = load_settings(str(path), env={**ENV, "HITL_BRIDGE__STORE__URL": f"sqlite:///{tmp_path}/b.db"})
+    store = SQLiteStore(tmp_path / "b.db")
+    await store.open()
+    try:
+        channels = build_channels(settings, store, SystemClock())
+        build_sources(settings, store, SystemClock())
+        assert unrouted_targets(settings, channels) == []
+    finally:
+        await store.close()
