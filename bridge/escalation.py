@@ -64,6 +64,8 @@ class TimerActions:
                 updated = await self.store.update_request(request.id, now=now, deadline=None)
                 await self.store.add_event(request.id, "deadline_passed", ACTOR,
                                            {"deadline": deadline.isoformat(), "on_timeout": "keep_waiting"}, now)
+                if updated is not None:
+                    self.service.changes.publish(updated)
                 return updated or request
             if policy.answer is not None:
                 try:
@@ -95,6 +97,7 @@ class TimerActions:
         if passed > 1:
             data["missed"] = passed - 1  # downtime: one reminder stands for several periods
         await self.store.add_event(request.id, "reminded", ACTOR, data, now)
+        self.service.changes.publish(updated)  # live views (the web inbox's badge)
         self.service.background(self._send_reminders(updated, updated.targets), f"remind {request.id}")
         return updated
 

@@ -140,12 +140,22 @@ class Scheduler:
         """Index every open request that has a timer; re-post escalations a crash cut short."""
         self.index.clear()
         timed = await self.service.store.list_timed()
+        escalated = []
         for request in timed:
             self.index.arm(request.id, next_instant(request))
             if request.escalation_level:
-                self.service.background(self.actions.repost_escalated(request), f"repost {request.id}")
+                escalated.append(request)
+        if escalated:
+            self.service.background(self._repost_all(escalated), "repost escalations")
         log.info("timers rebuilt from the store: %d open request(s) with timers", len(self.index))
         return len(timed)
+
+    async def _repost_all(self, requests: list[Request]) -> None:
+        for request in requests:
+            try:
+                await self.actions.repost_escalated(request)
+            except Exception:
+                log.exception("re-posting the escalation of %s failed", request.id)
 
     def watch(self, request: Request) -> None:
         """A request was created or its timers changed: (re)arm it."""

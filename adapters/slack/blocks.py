@@ -23,6 +23,8 @@ MAX_BUTTON_CHOICES = 5
 MAX_FIELDS = 10
 FIELD_VALUE_CHARS = 300
 METADATA_EVENT = "hitl_request"
+MAX_NOTES = 8
+MAX_NOTE_CHARS = 300
 
 _OPEN_LABELS = {
     QuestionKind.text: "Reply",
@@ -56,14 +58,17 @@ def message_metadata(request: Request, target: str) -> dict[str, Any]:
             "event_payload": {"request_id": request.id, "target": target}}
 
 
-def request_blocks(request: Request, voters: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """The whole message for `request`: controls while open (with the votes so far, for a
-    quorum), the outcome once closed. `voters` are mentions or names, already escaped."""
+def request_blocks(request: Request, notes: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The whole message for `request`: controls while open (with its timing notes: votes
+    so far, escalations), the outcome once closed. `notes` are the plain-text lines of
+    `bridge.timing_view.timing_notes` (escaped here)."""
     blocks = _summary_blocks(request)
     if request.is_open:
         blocks.extend(_question_blocks(request))
         blocks.append(_controls(request))
-        blocks.append(_footer(request, voters))
+        if notes:
+            blocks.append(_notes(notes))
+        blocks.append(_footer(request))
     else:
         blocks.append({"type": "section", "text": mrkdwn(outcome_text(request))})
     return blocks
@@ -160,14 +165,18 @@ def _controls(request: Request) -> dict[str, Any]:
     return {"type": "actions", "block_id": controls_block_id(request.id), "elements": elements}
 
 
-def _footer(request: Request, voters: Sequence[str]) -> dict[str, Any]:
+def _notes(notes: Sequence[str]) -> dict[str, Any]:
+    """The timing notes, one line each, under the controls."""
+    lines = [escape(truncate(note, MAX_NOTE_CHARS)) for note in notes[:MAX_NOTES]]
+    if len(notes) > MAX_NOTES:
+        lines.append(f"…and {len(notes) - MAX_NOTES} more")
+    return {"type": "context", "elements": [mrkdwn("\n".join(lines))]}
+
+
+def _footer(request: Request) -> dict[str, Any]:
     parts = []
-    if voters:
-        parts.append(truncate(f"Votes so far: {', '.join(voters)}", 1000))
     if request.deadline is not None:
         parts.append(f"Answer by {slack_date(request.deadline)}")
-    if request.escalation_level:
-        parts.append(f"Escalated (level {request.escalation_level})")
     parts.append(f"Request `{request.id}`")
     return {"type": "context", "elements": [mrkdwn(" · ".join(parts))]}
 

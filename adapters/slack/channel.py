@@ -44,9 +44,10 @@ from adapters.slack.interactions import THREAD_NS, Interactions
 from adapters.slack.payloads import payload_problem
 from adapters.slack.settings import SlackSettings
 from adapters.slack.targets import BadTarget, parse_target
-from adapters.slack.text import slack_date, who
+from adapters.slack.text import slack_date
 from bridge.models import Request, Responder, utcnow
 from bridge.ports import BridgeAPI, PostResult
+from bridge.timing_view import timing_notes
 
 log = logging.getLogger("hitl_bridge.slack")
 EVENTS_PATH = "/slack/events"
@@ -72,11 +73,6 @@ class CheckedSocketModeHandler(AsyncSocketModeHandler):
             await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
             return
         await super().handle(client, req)
-
-
-def voter_mention(voter_key: str, name: str) -> str:
-    platform, _, user_id = voter_key.partition(":")
-    return who(Responder(platform=platform, user_id=user_id, name=name))
 
 
 class SlackChannel:
@@ -230,6 +226,10 @@ class SlackChannel:
         # posted one after another reach one channel in that order.
         return list(await asyncio.gather(*(self._post_one(request, t) for t in targets)))
 
+    async def _notes(self, request: Request) -> list[str]:
+        """The timing notes (votes, escalations) an open request's copies show."""
+        return await timing_notes(self.api, request) if request.is_open else []
+
     async def _post_one(self, request: Request, target: str) -> PostResult:
         try:
             where = parse_target(target)
@@ -262,7 +262,8 @@ class SlackChannel:
                 return adopted
         await self.api.store.kv_put(SENDING_NS, mark, {"channel": channel},
                                     expires_at=utcnow() + timedelta(days=2))
-        blocks = request_blocks(request)
+        # an escalation post shows the votes and levels so far, like the updated copies
+        blocks = request_blocks(request, await self._notes(request))
         text = fallback_text(request)
         response = await self.retrier.call(
             f"chat.postMessage to {target}",
@@ -323,11 +324,7 @@ class SlackChannel:
     async def _update_copies(self, request: Request) -> None:
         posts = [p for p in await self.api.store.list_posts(request.id, "slack")
                  if p.ok and p.ref.get("channel") and p.ref.get("ts")]
-        voters: list[str] = []
-        if request.is_open:
-            voters = [voter_mention(v.voter, v.name)
-                      for v in await self.api.store.list_votes(request.id)]
-        blocks = request_blocks(request, voters)
+        blocks = request_blocks(request, await self._notes(request))
         text = fallback_text(request)
 
         async def one(channel: str, ts: str) -> None:

@@ -27,7 +27,7 @@ from telegram.ext import Application, ApplicationBuilder
 from adapters.telegram import keyboards as kb
 from adapters.telegram.handlers import Interactions
 from adapters.telegram.limits import FloodLimiter, install_log_redaction, remove_log_redaction, with_retries
-from adapters.telegram.render import esc, request_text
+from adapters.telegram.render import closed_text, esc, request_text
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.state import ChannelState, Prompt, TokenRecord
 from bridge.models import Question, QuestionKind, Request, Responder
@@ -228,8 +228,6 @@ class TelegramChannel:
                 if not isinstance(markup, InlineKeyboardMarkup):
                     markup = None
             else:
-                from adapters.telegram.render import closed_text
-
                 text, markup = closed_text(request), None
                 await self.state.drop_prompt(chat_id, message_id, now)
             await self.edit_text(chat_id, message_id, text, markup)

@@ -22,8 +22,8 @@ ROW_WIDTH = 30  # characters of labels per row that still read well on a phone
 LABEL_LIMIT = 60
 PLACEHOLDER_LIMIT = 64
 
-APPROVE, REJECT, REJECT_NO_REASON, DONE, START, CANCEL, SKIP = "y", "n", "r", "d", "a", "x", "s"
-_CALLBACK = re.compile(rf"([A-Za-z0-9_-]{{{TOKEN_LENGTH}}})\|([ynrdaxs]|[ot](\d{{1,3}}))")
+APPROVE, REJECT, DONE, START, CANCEL, SKIP = "y", "n", "d", "a", "x", "s"
+_CALLBACK = re.compile(rf"([A-Za-z0-9_-]{{{TOKEN_LENGTH}}})\|([yndaxs]|[ot](\d{{1,3}}))")
 
 
 class ForgedCallback(ValueError):
@@ -92,13 +92,6 @@ def confirm_keyboard(token: str) -> InlineKeyboardMarkup:
     return InlineKeyboardMarkup([[
         InlineKeyboardButton("✅ Approve", callback_data=callback_data(token, APPROVE)),
         InlineKeyboardButton("❌ Reject", callback_data=callback_data(token, REJECT)),
-    ]])  # fmt: skip
-
-
-def reject_reason_keyboard(token: str) -> InlineKeyboardMarkup:
-    """Shown after Reject while the bot waits for an optional reason."""
-    return InlineKeyboardMarkup([[
-        InlineKeyboardButton("❌ Reject without reason", callback_data=callback_data(token, REJECT_NO_REASON)),
     ]])  # fmt: skip
 
 

@@ -8,9 +8,10 @@ honoured and retried) plus a per-private-chat limit of one message per `per_chat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from telegram.error import BadRequest, NetworkError
@@ -27,37 +28,53 @@ class _ChatGate:
 
 
 class SlidingWindow:
-    """At most `limit` call starts within any `period` seconds, and starts paced evenly at
-    `headroom` × that rate on a fixed schedule (a late wake-up is caught up, not lost).
-    The headroom (2 % by default) absorbs network jitter, so the server, which counts
-    arrivals, does not see more than `limit` in a second either."""
+    """At most `limit` calls within any `period` seconds, each counted from when it
+    completed less `slack` (never before it started): the server sees a call before it
+    completes, so unless its clock is off by more than `slack` it never counts more than
+    `limit` in a period, however the network or the event loop delays calls. Starts are
+    also paced `period / limit` apart on a fixed schedule, so calls do not bunch up."""
 
-    def __init__(self, limit: int, period: float = 1.0, headroom: float = 0.98) -> None:
+    def __init__(self, limit: int, period: float = 1.0, slack: float = 0.02) -> None:
         self.limit = limit
         self.period = period
-        self._gap = period / (limit * headroom)
+        self.slack = slack
+        self._gap = period / limit
         self._next = float("-inf")
-        self._starts: deque[float] = deque()
-        self._lock = asyncio.Lock()
+        self._done: deque[float] = deque()
+        self._in_flight = 0
+        self._changed = asyncio.Condition()
+        self._turn = asyncio.Lock()
 
-    async def __aenter__(self) -> None:
+    async def _acquire(self) -> float:
         loop = asyncio.get_running_loop()
-        async with self._lock:  # waiters are served in arrival order
+        async with self._turn, self._changed:  # one waiter at a time, in order: no thundering herd
             while True:
                 now = loop.time()
-                while self._starts and now - self._starts[0] >= self.period:
-                    self._starts.popleft()
-                if len(self._starts) < self.limit and now >= self._next:
-                    self._starts.append(now)
+                while self._done and now - self._done[0] >= self.period:
+                    self._done.popleft()
+                full = len(self._done) + self._in_flight >= self.limit
+                if not full and now >= self._next:
+                    self._in_flight += 1
                     self._next = max(self._next, now - self._gap) + self._gap
-                    return
-                wait = self._next - now
-                if len(self._starts) >= self.limit:
-                    wait = max(wait, self.period - (now - self._starts[0]))
-                await asyncio.sleep(max(wait, 0.0))
+                    return now
+                wait = (self.period - (now - self._done[0]) if self._done else None) if full else self._next - now
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), wait)
 
-    async def __aexit__(self, *exc: object) -> None:
-        return None
+    async def _release(self, started: float) -> None:
+        async with self._changed:
+            self._in_flight -= 1
+            self._done.append(max(started, asyncio.get_running_loop().time() - self.slack))
+            self._changed.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one place in the window for the duration of a call."""
+        started = await self._acquire()
+        try:
+            yield
+        finally:
+            await self._release(started)
 
 
 class FloodLimiter(AIORateLimiter):
@@ -96,12 +113,12 @@ class FloodLimiter(AIORateLimiter):
                 if wait > 0:
                     await asyncio.sleep(wait)
                 try:
-                    async with self._overall:
+                    async with self._overall.slot():
                         return await super().process_request(callback, args, kwargs, endpoint, data,
                                                               rate_limit_args)
                 finally:
                     gate.last = loop.time()
-        async with self._overall:
+        async with self._overall.slot():
             return await super().process_request(callback, args, kwargs, endpoint, data, rate_limit_args)
 
 

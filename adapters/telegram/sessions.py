@@ -85,16 +85,18 @@ class Sessions:
         record = TokenRecord(request.id, "step", question.id, session.chat_id, session.user_id, session.index)
         await self.state.put_token(token, record, now)
         text = step_text(request, question, field, session.index + 1, len(session.steps))
-        markup = self.markup(question, field, token, set(session.selected))
-        group = session.chat_id < 0
-        if markup is None:
+        buttons = self.markup(question, field, token, set(session.selected))
+        markup: InlineKeyboardMarkup | ForceReply
+        if buttons is None:  # typed: in a group, mention the person so only they get the reply box
+            group = session.chat_id < 0
             who = f'<a href="tg://user?id={session.user_id}">{esc(user.full_name if user else "you")}</a>'
             text = (who + ": " if group else "") + text
-            reply: ForceReply = kb.force_reply(field.label or field.name if field else question.prompt,
-                                               selective=group)
-        message = await self.channel.send(session.chat_id, text, markup if markup is not None else reply)
+            markup = kb.force_reply(field.label or field.name if field else question.prompt, selective=group)
+        else:
+            markup = buttons
+        message = await self.channel.send(session.chat_id, text, markup)
         session.token, session.prompt_id = token, message.message_id
-        if markup is None:
+        if buttons is None:
             secret = question.kind is QuestionKind.secret
             await self.state.put_prompt(session.chat_id, message.message_id,
                                         Prompt(request.id, question.id, "step", secret, session.user_id), now)

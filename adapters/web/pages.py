@@ -25,6 +25,7 @@ from bridge.models import Request as BridgeRequest
 from bridge.models import Responder
 from bridge.ports import Clock
 from bridge.service import BridgeService
+from bridge.timing_view import timing_notes
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 FILTER_RE = re.compile(r"^[A-Za-z0-9_.:\[\] -]{1,100}$")
@@ -146,6 +147,7 @@ class Inbox:
             votes = len(await service.store.list_votes(r.id)) if quorum > 1 else 0
             rows.append({"r": r, "countdown": views.countdown(r.deadline, now) if r.is_open else "",
                          "quorum": quorum, "votes": votes, "dead": r.id in dead,
+                         "notes": await _notes(service, r),
                          "answer": views.answer_view(r), "context": views.context_items(r)})
         return rows
 
@@ -182,6 +184,7 @@ class Inbox:
             "countdown": views.countdown(found.deadline, self.clock.now()) if found.is_open else "",
             "quorum": service.route_of(found).quorum,
             "votes": views.vote_views(await service.store.list_votes(found.id)),
+            "notes": await _notes(service, found),
             "answer": views.answer_view(found),
             "events": views.event_views(await service.store.list_events(found.id)),
             "posts": await service.store.list_posts(found.id),
@@ -297,6 +300,11 @@ class Inbox:
         response = redirect("/inbox/login" if not self.auth.open else "/inbox")
         response.delete_cookie(SESSION_COOKIE, path="/inbox", httponly=True, samesite="strict")
         return response
+
+
+async def _notes(service: BridgeService, found: BridgeRequest) -> list[str]:
+    """What every copy of an open request says about its timing (votes, escalations)."""
+    return await timing_notes(service, found) if found.is_open else []
 
 
 def _first(form: dict[str, list[str]], name: str) -> str | None:

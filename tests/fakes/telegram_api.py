@@ -230,7 +230,7 @@ class FakeTelegram:
     def message(self, chat_id: int, message_id: int) -> dict[str, Any]:
         return self.messages[(chat_id, message_id)]
 
-    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:  # noqa: ASYNC109
+    async def wait_for(self, predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
         """Wait until `predicate()` is truthy (re-checked on every API call); return it."""
         deadline = time.monotonic() + timeout
         async with self._changed:
@@ -245,7 +245,7 @@ class FakeTelegram:
                     await asyncio.wait_for(self._changed.wait(), min(left, 0.05))
 
     async def wait_for_call(self, method: str, predicate: Callable[[ApiCall], bool] = lambda c: True,
-                            *, after: int = 0, timeout: float = 5.0) -> ApiCall:  # noqa: ASYNC109
+                            *, after: int = 0, timeout: float = 5.0) -> ApiCall:
         """The first successful `method` call (from index `after`) matching `predicate`."""
         def find() -> ApiCall | None:
             return next((c for c in self.calls[after:] if c.method == method

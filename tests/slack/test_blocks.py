@@ -141,9 +141,19 @@ def test_timeout_answer_shows_expired_and_redacted_values() -> None:
     assert "Expired" in text and "s3cr3t" not in text and "[secret]" in text
 
 
-def test_escalation_is_shown_while_open_and_metadata_names_the_request() -> None:
+def test_timing_notes_are_shown_escaped_while_open_and_metadata_names_the_request() -> None:
     request = make_request(escalation_level=2)
-    assert "Escalated (level 2)" in all_text(request_blocks(request))
+    notes = ["1 of 2 approvals: <!channel> & co", "Escalated to slack:@U0BOSS at 14:15 UTC"]
+    blocks = request_blocks(request, notes)
+    assert check_blocks(blocks, 50) is None
+    (shown,) = [b for b in blocks if b["type"] == "context"
+                and "approvals" in b["elements"][0]["text"]]
+    assert shown["elements"][0]["text"] == (
+        "1 of 2 approvals: &lt;!channel&gt; &amp; co\nEscalated to slack:@U0BOSS at 14:15 UTC")
+    assert "Escalated (level" not in all_text(blocks)  # the bare level is gone
+    assert "approvals" not in all_text(request_blocks(answered(request, {"answer": "yes"}), notes))
+    many = request_blocks(request, [f"note {i}" for i in range(12)])
+    assert check_blocks(many, 50) is None and "…and 4 more" in all_text(many)
     meta = message_metadata(request, "slack:#deploys")
     assert meta["event_payload"] == {"request_id": request.id, "target": "slack:#deploys"}
 

@@ -21,7 +21,7 @@ async def test_escalation_posts_a_dm_and_every_copy_is_updated(tmp_path: Path, f
         await b.daemon.scheduler.run_due(clock.now())
         dm = await b.message_of(rid, "D0BOB")
         assert "hitl:approve" in json.dumps(dm["blocks"])
-        await wait_for(lambda: "Escalated (level 1)" in json.dumps(
+        await wait_for(lambda: "Escalated to slack:@U0BOB at 12:16 UTC" in json.dumps(
             fake.messages[(CHANNEL, first["ts"])]["blocks"]), 5)
         await b.person.as_user("U0BOB").click(dm, "hitl:approve")
         await b.closed(rid)

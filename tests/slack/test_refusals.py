@@ -163,7 +163,7 @@ async def test_quorum_counts_votes_and_shows_them(tmp_path: Path, fake: FakeSlac
         message = await b.message_of(rid)
         await b.person.click(message, "hitl:approve")
         await ephemeral_to(fake, "U0ALICE", "Your vote is counted")
-        await wait_for(lambda: "Votes so far: <@U0ALICE>" in json.dumps(
+        await wait_for(lambda: "1 of 2 approvals: alice" in json.dumps(
             fake.messages[(CHANNEL, message["ts"])]["blocks"]), 5)
         await b.person.click(message, "hitl:approve")  # the same person again: still one vote
         await wait_for(lambda: sum("vote is counted" in str(e["text"]) for e in fake.ephemerals) == 2, 5)

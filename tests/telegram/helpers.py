@@ -63,7 +63,7 @@ async def request_of(daemon: Daemon, request_id: str) -> Request:
     return request
 
 
-async def closed(daemon: Daemon, request_id: str, timeout: float = 10.0) -> Request:  # noqa: ASYNC109
+async def closed(daemon: Daemon, request_id: str, timeout: float = 10.0) -> Request:
     async def done() -> Request | None:
         request = await request_of(daemon, request_id)
         return None if request.is_open else request
@@ -71,7 +71,7 @@ async def closed(daemon: Daemon, request_id: str, timeout: float = 10.0) -> Requ
     return result
 
 
-async def posted_message(fake: FakeTelegram, chat_id: int, request_title: str, timeout: float = 10.0) -> dict[str, Any]:  # noqa: ASYNC109
+async def posted_message(fake: FakeTelegram, chat_id: int, request_title: str, timeout: float = 10.0) -> dict[str, Any]:
     """The bot's message showing the request titled `request_title` in `chat_id`."""
     def find() -> dict[str, Any] | None:
         return next((m for m in fake.sent_to(chat_id) if request_title in m["text"]), None)
@@ -79,7 +79,7 @@ async def posted_message(fake: FakeTelegram, chat_id: int, request_title: str, t
     return message
 
 
-async def last_text_to(fake: FakeTelegram, chat_id: int, contains: str, timeout: float = 10.0) -> dict[str, Any]:  # noqa: ASYNC109
+async def last_text_to(fake: FakeTelegram, chat_id: int, contains: str, timeout: float = 10.0) -> dict[str, Any]:
     def find() -> dict[str, Any] | None:
         return next((m for m in reversed(fake.sent_to(chat_id)) if contains in m["text"]), None)
     message: dict[str, Any] = await fake.wait_for(find, timeout)

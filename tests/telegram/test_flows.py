@@ -182,3 +182,26 @@ async def test_session_cancel_leaves_the_request_open(tmp_path: Path, fake: Fake
         assert request is not None and request.is_open
         await ann.say("late answer")  # the step prompt is gone: nothing open
         await last_text_to(fake, 42, "Nothing here is waiting")
+
+
+async def test_many_options_are_answered_by_reply_and_bad_json_is_refused(tmp_path: Path, fake: FakeTelegram) -> None:
+    ann = fake.person(42, "Ann")
+    options = [f"host-{i:03d}" for i in range(100)]  # more than fit as buttons
+    async with telegram_bridge(tmp_path, fake) as daemon:
+        rid = await submit(daemon, {"title": "Which host", "questions": [
+            {"id": "h", "kind": "choice", "prompt": "Host?", "options": options}]})
+        message = await posted_message(fake, 42, "Which host")
+        assert "reply_markup" not in message  # ForceReply, no buttons
+        await ann.reply(message, "host-057")
+        request = await closed(daemon, rid)
+        assert request.answer is not None and request.answer.values == {"h": "host-057"}
+
+        edit = await submit(daemon, {"title": "Edit args", "questions": [
+            {"id": "args", "kind": "edit", "prompt": "Fix the call", "default": {"n": 1}}]})
+        message = await posted_message(fake, 42, "Edit args")
+        assert '"n": 1' in message["text"]
+        await ann.reply(message, "{not json")
+        await last_text_to(fake, 42, "Not recorded")
+        await ann.reply(message, '{"n": 2}')
+        request = await closed(daemon, edit)
+        assert request.answer is not None and request.answer.values == {"args": {"n": 2}}

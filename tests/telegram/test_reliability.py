@@ -27,7 +27,7 @@ async def test_crash_before_commit_rereads_the_update_and_records_once(tmp_path:
                 press = await ann.press(message, "Approve")
                 await closed(first, rid)  # the answer is stored and delivered to the engine...
                 await wait_for(lambda: receiver.received, 10)
-                await fake.wait_for(lambda: fake.calls and fake.calls[-1].method == "answerCallbackQuery")
+                await fake.wait_for(lambda: any(c.method == "answerCallbackQuery" for c in fake.calls))
                 assert fake.pending_updates  # ...but the update was never confirmed
             gate.set()
             # the daemon is gone mid-update; a new one starts on the same store

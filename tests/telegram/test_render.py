@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from adapters.telegram.render import CUT_MARK, TEXT_LIMIT, Part, closed_text, fit, request_text, step_text, utf16_len
-from bridge.models import Answer, FormField, Question, Request, RequestState, Responder
+from bridge.models import Answer, FormField, Question, QuestionKind, Request, RequestState, Responder
 from tests.fakes.telegram_api import EntityError, visible_text
 
 NOW = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
@@ -16,7 +16,7 @@ NOW = datetime(2026, 1, 2, 3, 4, tzinfo=UTC)
 def make(**kw: object) -> Request:
     base: dict[str, object] = {
         "id": "r_test", "title": "Deploy <prod> & friends", "created_at": NOW, "updated_at": NOW,
-        "questions": [Question(kind="confirm", prompt="Ship it? <b>now</b>")],
+        "questions": [Question(kind=QuestionKind.confirm, prompt="Ship it? <b>now</b>")],
     }
     base.update(kw)
     return Request.model_validate(base)
@@ -57,7 +57,7 @@ def test_astral_characters_count_twice() -> None:
 def test_everything_long_still_fits() -> None:
     long = "y" * 19_000
     request = make(title="t" * 500, description=long,
-                   questions=[Question(id=f"q{i}", kind="text", prompt=long) for i in range(3)])
+                   questions=[Question(id=f"q{i}", kind=QuestionKind.text, prompt=long) for i in range(3)])
     assert utf16_len(request_text(request)) <= TEXT_LIMIT
 
 
@@ -83,7 +83,7 @@ def test_outcome_shows_who_and_when_and_reason() -> None:
 
 
 def test_outcome_never_shows_a_secret() -> None:
-    request = answered({"pw": "hunter2"}, questions=[Question(id="pw", kind="secret", prompt="Password?")])
+    request = answered({"pw": "hunter2"}, questions=[Question(id="pw", kind=QuestionKind.secret, prompt="Password?")])
     text = closed_text(request)
     assert "hunter2" not in text
     assert "[secret]" in text
@@ -96,12 +96,12 @@ def test_cancelled_and_expired_lines() -> None:
 
 def test_step_text_for_optional_form_field() -> None:
     why = FormField(name="why", label="Why <now>?", required=False)
-    question = Question(kind="form", prompt="Details", fields=[why])
+    question = Question(kind=QuestionKind.form, prompt="Details", fields=[why])
     shown = visible_text(step_text(make(), question, question.fields[0], 2, 3), "HTML")
     assert "2/3" in shown and "Why <now>?" in shown and "skip" in shown
 
 
 def test_outcome_with_braces_in_values() -> None:
-    form = Question(id="f", kind="form", prompt="F", fields=[FormField(name="a")])
+    form = Question(id="f", kind=QuestionKind.form, prompt="F", fields=[FormField(name="a")])
     shown = visible_text(closed_text(answered({"f": {"a": "{x}"}}, questions=[form])), "HTML")
     assert '{"a": "{x}"}' in shown

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -45,11 +46,11 @@ async def test_webhook_refuses_bad_input_and_keeps_serving(tmp_path: Path, fake:
                     assert "error" in resp.json()
             request = await daemon.store.get_request(rid)
             assert request is not None and request.is_open  # the click with a bad secret did nothing
-            deep = {"update_id": 10, "message": {"message_id": 5, "date": 0, "chat": {"id": 42, "type": "private"},
-                                                 "from": ann.user, "text": "x" * 10}}
+            inner: dict[str, Any] = {"message_id": 5, "date": 0, "chat": {"id": 42, "type": "private"},
+                                     "from": ann.user, "text": "x" * 10}
             for _ in range(3):
-                deep = {"update_id": deep["update_id"], "message": {**deep["message"], "reply_to_message": deep["message"]}}
-            resp = await client.post(url, json=deep, headers={HEADER: WEBHOOK_SECRET})
+                inner = {**inner, "reply_to_message": inner}
+            resp = await client.post(url, json={"update_id": 10, "message": inner}, headers={HEADER: WEBHOOK_SECRET})
             assert resp.status_code == 200  # a nested but valid update is fine
             assert (await client.get("/healthz")).status_code == 200
         await ann.press(message, "Approve")  # the real click through the real webhook still works

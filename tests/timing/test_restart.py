@@ -7,8 +7,9 @@ from pathlib import Path
 
 from bridge.models import RequestState
 from tests.harness import ManualClock
-from tests.timing.helpers import bridge_on, create, events, kinds, step, stored
+from tests.timing.helpers import answer, bridge_on, create, events, kinds, step, stored
 from tests.timing.test_ladder import LADDER
+from tests.timing.test_quorum import QUORUM
 
 
 async def test_restart_without_downtime_fires_nothing_again(tmp_path: Path) -> None:
@@ -102,3 +103,17 @@ async def test_crash_between_escalation_claim_and_post_is_reposted(tmp_path: Pat
     async with bridge_on(tmp_path, clock, LADDER) as daemon:
         await daemon.service.drain()
         assert [p.target for p in await daemon.store.list_posts(rid)] == ["web:team", "web:lead"]
+
+
+async def test_restart_between_votes_keeps_the_first_vote(tmp_path: Path) -> None:
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, QUORUM) as daemon:
+        rid = await create(daemon)
+        assert (await answer(daemon, rid, "yes", "ana")).status_code == 200
+    async with bridge_on(tmp_path, clock, QUORUM) as daemon:
+        assert (await answer(daemon, rid, "yes", "ana")).status_code == 200  # still counts once
+        assert (await stored(daemon, rid)).is_open
+        assert (await answer(daemon, rid, "yes", "bob")).status_code == 200
+        request = await stored(daemon, rid)
+        assert not request.is_open and request.answer is not None
+        assert [v.voter for v in await daemon.store.list_votes(rid)] == ["api:ana", "api:bob"]

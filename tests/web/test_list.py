@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from bridge.models import RequestState
-from tests.harness import callback_receiver, running_bridge, wait_for
+from tests.harness import ManualClock, callback_receiver, running_bridge, wait_for
 from tests.web.helpers import CHOICE, CONFIRM, TEXT, Person, create, text_of
 
 ROUTES = {"routes": [{"name": "deploys", "match": {"team": "platform"}, "notify": ["web"], "escalate": [
@@ -190,3 +190,31 @@ async def test_too_many_fields_and_file_uploads_are_refused(tmp_path: Path) -> N
         stored = await bridge.service.get(rid)
         assert stored is not None and stored.is_open
         assert (await person.submit(path, {"q.reply": "ok"})).status_code == 303
+
+
+async def test_timing_notes_and_reminder_badge_are_shown(tmp_path: Path) -> None:
+    clock = ManualClock()
+    config = {"routes": [{"name": "two-keys", "notify": ["web"], "quorum": 2, "remind_every": "10m",
+                          "escalate": [{"after": "15m", "notify": ["web:boss"]}], "timeout": "2h"}]}
+    async with running_bridge(tmp_path, config, clock=clock) as bridge, Person(bridge.base_url) as person:
+        rid = await create(bridge, CONFIRM)
+        fresh = text_of((await person.open(rid)).text)
+        assert "approvals" not in fresh and "reminded" not in fresh
+        voted = await person.answer(rid, {"q.ok": "yes"})
+        assert voted.headers["location"] == f"/inbox/r/{rid}?done=voted"
+
+        clock.advance(minutes=10)  # one reminder
+        assert await bridge.scheduler.run_due(clock.now()) == 1
+        await bridge.service.drain()
+        page = text_of((await person.open(rid)).text)
+        assert "1 of 2 approvals: local" in page and "reminded ×1" in page
+        row = text_of((await person.get("/inbox")).text)
+        assert "1 of 2 approvals: local" in row and "reminded ×1" in row
+
+        clock.advance(minutes=5)  # level 1
+        await bridge.scheduler.run_due(clock.now())
+        await bridge.service.drain()
+        live = text_of((await person.get(f"/inbox/r/{rid}/live")).text)
+        assert "1 of 2 approvals: local" in live and "Escalated to web:boss at 12:15 UTC" in live
+        assert "reminded ×1" in live
+        assert "Escalated to web:boss" in text_of((await person.get("/inbox/live?view=open")).text)
