@@ -106,6 +106,7 @@ class TelegramChannel:
         self._serial = asyncio.Lock()  # one update at a time, like polling, in webhook mode too
         self._failed: dict[int, BaseException] = {}
         self._chat_locks: dict[int, asyncio.Lock] = {}
+        self._posted: dict[str, Request] = {}  # requests as posted: their questions never change
         self._redactor = install_log_redaction(settings.bot_token.get_secret_value())
         self.username = ""
 
@@ -169,7 +170,14 @@ class TelegramChannel:
                 results.append(PostResult(target=target, ok=False, error=f"{type(exc).__name__}: {exc}"))
         return results
 
+    def posted(self, request_id: str) -> Request | None:
+        """The request as it was posted (questions, responders), if this process posted it."""
+        return self._posted.get(request_id)
+
     async def _post_one(self, request: Request, target: str) -> PostResult:
+        if len(self._posted) >= 5000:
+            self._posted.clear()
+        self._posted[request.id] = request
         try:
             chat_id = int(target.removeprefix("telegram:"))
         except ValueError:
@@ -232,6 +240,7 @@ class TelegramChannel:
                 await self.state.drop_prompt(chat_id, message_id, now)
             await self.edit_text(chat_id, message_id, text, markup)
         if not request.is_open:
+            self._posted.pop(request.id, None)
             for chat_id, message_id in await self.state.extras(request.id, now):
                 await self.edit_markup(chat_id, message_id, None)
 

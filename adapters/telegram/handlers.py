@@ -82,7 +82,12 @@ class Interactions:
             log.warning("Telegram: refused callback with an unknown token from user %s", user.id)
             await self.answer(query, "This button is not valid (any more).", alert=True)
             return
-        request = await self.channel.bridge.get(record.request_id)
+        # a plain button answer can use the request as posted: the core re-checks that it is
+        # still open when recording (one store read less on the hot path)
+        direct = record.purpose == "q" and action.action in (kb.APPROVE, "o")
+        request = self.channel.posted(record.request_id) if direct else None
+        if request is None:
+            request = await self.channel.bridge.get(record.request_id)
         if request is None:
             await self.answer(query, "This request no longer exists.", alert=True)
             return

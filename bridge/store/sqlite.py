@@ -48,7 +48,11 @@ class SQLiteStore(Store):
         self._db = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
         for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000", "foreign_keys=ON"):
             await self._db.execute(f"PRAGMA {pragma}")
-        await self._run(_migrate)
+        try:
+            await self._run(_migrate)
+        except BaseException:
+            await self.close()  # don't leak aiosqlite's thread when the schema is refused
+            raise
 
     async def close(self) -> None:
         if self._db is not None:
