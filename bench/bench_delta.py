@@ -83,7 +83,7 @@ async def latency(count: int, samples: int) -> dict[str, Any]:
         started = time.perf_counter()
         await daemon.start()
         source: Any = daemon.sources[0]
-        while source.scans == 0 or source._watcher is None or len(source._watcher.paths) < 3 * count:  # noqa: ASYNC110
+        while source.scans == 0 or source._watcher is None or len(source._watcher.paths) < 3 * count:
             await asyncio.sleep(0.05)
         ready_s = time.perf_counter() - started
         quiet_since = time.perf_counter()
@@ -100,7 +100,7 @@ async def latency(count: int, samples: int) -> dict[str, Any]:
             body = request_body(f"bench {n}")
             wanted = json.loads(body)["request_id"]
             t0 = time.perf_counter()
-            with open(box / "request.json", "wb") as f:  # noqa: ASYNC230 - timed like the engine's write
+            with open(box / "request.json", "wb") as f:
                 f.write(body)
             while True:
                 got = await asyncio.wait_for(feed.get(), 10)
@@ -118,7 +118,7 @@ async def latency(count: int, samples: int) -> dict[str, Any]:
             wanted = json.loads(body)["request_id"]
             t0 = time.perf_counter()
             box.mkdir(parents=True)
-            with open(box / "request.json", "wb") as f:  # noqa: ASYNC230 - timed like the engine's write
+            with open(box / "request.json", "wb") as f:
                 f.write(body)
             while True:
                 got = await asyncio.wait_for(feed.get(), 10)

@@ -80,7 +80,7 @@ async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     assert "timed out" in result.summary
     child = int(marker.read_text())
     deadline = time.monotonic() + 10
-    while _alive(child) and time.monotonic() < deadline:  # noqa: ASYNC110 - polling /proc
+    while _alive(child) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     assert not _alive(child)
 
