@@ -32,6 +32,7 @@ from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.state import ChannelState, Prompt, TokenRecord
 from bridge.models import Question, QuestionKind, Request, Responder
 from bridge.ports import PostResult
+from bridge.timing_view import timing_notes
 
 if TYPE_CHECKING:
     from telegram import ForceReply
@@ -107,6 +108,7 @@ class TelegramChannel:
         self._failed: dict[int, BaseException] = {}
         self._chat_locks: dict[int, asyncio.Lock] = {}
         self._posted: dict[str, Request] = {}  # requests as posted: their questions never change
+        self._update_locks: dict[str, asyncio.Lock] = {}
         self._redactor = install_log_redaction(settings.bot_token.get_secret_value())
         self.username = ""
 
@@ -162,9 +164,14 @@ class TelegramChannel:
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
         results = []
+        try:  # an escalation post shows the votes and levels so far, like the updated copies
+            notes = await self.notes(request)
+        except Exception:  # cosmetic: never a reason not to post
+            log.exception("Telegram: reading the timing notes of %s failed", request.id)
+            notes = []
         for target in targets:
             try:
-                results.append(await self._post_one(request, target))
+                results.append(await self._post_one(request, target, notes))
             except Exception as exc:  # one bad target never fails the others
                 log.exception("Telegram: posting %s to %s failed", request.id, target)
                 results.append(PostResult(target=target, ok=False, error=f"{type(exc).__name__}: {exc}"))
@@ -174,7 +181,7 @@ class TelegramChannel:
         """The request as it was posted (questions, responders), if this process posted it."""
         return self._posted.get(request_id)
 
-    async def _post_one(self, request: Request, target: str) -> PostResult:
+    async def _post_one(self, request: Request, target: str, notes: Sequence[str] = ()) -> PostResult:
         if len(self._posted) >= 5000:
             self._posted.clear()
         self._posted[request.id] = request
@@ -190,7 +197,7 @@ class TelegramChannel:
         token = kb.new_token()
         purpose = {"buttons": "q", "reply": "q", "session": "start", "private": "private"}[mode]
         await self.state.put_token(token, TokenRecord(request.id, purpose, question.id, chat_id), self.now())
-        text, markup = self.view(request, mode, token, allowed=allowed)
+        text, markup = self.view(request, mode, token, allowed=allowed, notes=notes)
         try:
             async with self.chat_lock(chat_id):  # a reply must not overtake its prompt's registration
                 message = await self.send(chat_id, text, markup)
@@ -207,24 +214,44 @@ class TelegramChannel:
         ref = {"chat_id": chat_id, "message_id": message.message_id, "token": token, "mode": mode}
         return PostResult(target=target, ref=ref)
 
+    async def notes(self, request: Request) -> list[str]:
+        """The timing notes (votes, escalations) an open request's copies show."""
+        return await timing_notes(self.bridge, request) if request.is_open else []
+
     def view(self, request: Request, mode: str, token: str, *, allowed: bool = True,
-             selected: set[int] | None = None) -> tuple[str, InlineKeyboardMarkup | ForceReply | None]:
-        """The text and keyboard of an open request in one chat."""
+             selected: set[int] | None = None, notes: Sequence[str] = (),
+             ) -> tuple[str, InlineKeyboardMarkup | ForceReply | None]:
+        """The text and keyboard of an open request in one chat; `notes` are its timing
+        notes (see `notes()`), shown in every copy."""
         question = request.questions[0]
         if not allowed and question.kind is QuestionKind.secret:
-            return request_text(request, NOTES["not_allowed"]), None
+            return request_text(request, NOTES["not_allowed"], notes), None
         if mode == "private":
-            return request_text(request, NOTES["private"]), kb.private_keyboard(self.username, token)
+            return request_text(request, NOTES["private"], notes), kb.private_keyboard(self.username, token)
         if mode == "session":
-            return request_text(request), kb.start_keyboard(token)
+            return request_text(request, notes=notes), kb.start_keyboard(token)
         if mode == "reply":
             many = question.kind in (QuestionKind.choice, QuestionKind.multi_choice)
             note = NOTES["many" if many else "secret" if question.kind is QuestionKind.secret else "reply"]
-            return request_text(request, note), kb.force_reply(_placeholder(question), selective=False)
-        return request_text(request), buttons_for(question, token, selected or set())
+            return request_text(request, note, notes), kb.force_reply(_placeholder(question), selective=False)
+        return request_text(request, notes=notes), buttons_for(question, token, selected or set())
 
     async def update(self, request: Request) -> None:
+        """Re-render every copy from the stored request. Updates of one request run one at
+        a time and read the store inside the lock, so a late vote or escalation update
+        can never put the buttons back on an answered message."""
+        lock = self._update_locks.get(request.id)
+        if lock is None:
+            if len(self._update_locks) > 4096:
+                self._update_locks = {k: v for k, v in self._update_locks.items() if v.locked()}
+            lock = self._update_locks[request.id] = asyncio.Lock()
+        async with lock:
+            request = await self.bridge.get(request.id) or request
+            await self._update_copies(request)
+
+    async def _update_copies(self, request: Request) -> None:
         now = self.now()
+        notes = await self.notes(request)
         for post in await self.bridge.store.list_posts(request.id, channel=self.name):
             ref = post.ref
             if not post.ok or "message_id" not in ref:
@@ -232,7 +259,7 @@ class TelegramChannel:
             chat_id, message_id = int(ref["chat_id"]), int(ref["message_id"])
             if request.is_open:
                 selected = await self.state.selection(chat_id, message_id, now)
-                text, markup = self.view(request, ref["mode"], ref["token"], selected=selected)
+                text, markup = self.view(request, ref["mode"], ref["token"], selected=selected, notes=notes)
                 if not isinstance(markup, InlineKeyboardMarkup):
                     markup = None
             else:

@@ -3,11 +3,15 @@
 Everything that came from an engine or a person is escaped; the result always fits
 Telegram's 4,096-character limit (long context and description are cut first, with a
 visible "…truncated" marker), measured in UTF-16 code units as Telegram counts them.
+An open request's message also shows its timing notes (votes so far, escalations: the
+plain-text lines of `bridge.timing_view.timing_notes`, which the channel reads and passes
+in); a closed one shows just the outcome.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
@@ -17,6 +21,8 @@ from bridge.models import FormField, Question, QuestionKind, Request, RequestSta
 
 TEXT_LIMIT = 4096
 CUT_MARK = "…(truncated)"
+MAX_NOTES = 8  # timing notes shown; the rest are counted ("…and 3 more")
+MAX_NOTE_UNITS = 300  # one note line at most, as rendered (escaped, UTF-16 units)
 KIND_HINT = {
     QuestionKind.confirm: "approve or reject",
     QuestionKind.choice: "pick one",
@@ -100,8 +106,8 @@ def question_line(question: Question, number: int | None = None) -> list[Part]:
     return parts
 
 
-def request_parts(request: Request) -> list[Part]:
-    """Title, description, questions, context and deadline, in that order."""
+def request_parts(request: Request, notes: Sequence[str] = ()) -> list[Part]:
+    """Title, description, questions, context, deadline and timing notes, in that order."""
     parts = [Part("<b>{}</b>\n", request.title, cut_order=4)]
     origin = " · ".join(x for x in (request.engine, request.agent, request.run_id, request.tool) if x)
     if origin:
@@ -116,14 +122,37 @@ def request_parts(request: Request) -> list[Part]:
         parts.append(Part("\n<pre>{}</pre>\n", _json(request.context), cut_order=1))
     if request.deadline:
         parts.append(Part("\n⏰ Answer by {}", when(request.deadline)))
-    if request.escalation_level:
-        parts.append(Part(f"\n⬆️ Escalated (level {request.escalation_level})"))
+    parts += note_parts(notes)
     return parts
 
 
-def request_text(request: Request, note: str = "") -> str:
-    """The message showing an open request; `note` (plain text) is appended."""
-    parts = request_parts(request)
+def note_parts(notes: Sequence[str]) -> list[Part]:
+    """The timing notes, one escaped line each: at most `MAX_NOTES` lines of at most
+    `MAX_NOTE_UNITS` as rendered, so they never crowd the question out of the message."""
+    parts = [Part("\n{}", _cut_rendered(note, MAX_NOTE_UNITS)) for note in notes[:MAX_NOTES]]
+    if len(notes) > MAX_NOTES:
+        parts.append(Part(f"\n…and {len(notes) - MAX_NOTES} more"))
+    return parts
+
+
+def _cut_rendered(text: str, limit: int) -> str:
+    """The longest prefix of `text` (plus "…" when cut) whose escaped form fits `limit`."""
+    if utf16_len(esc(text)) <= limit:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if utf16_len(esc(text[:mid]) + "…") <= limit:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + "…"
+
+
+def request_text(request: Request, note: str = "", notes: Sequence[str] = ()) -> str:
+    """The message showing an open request: the request, its timing `notes` (plain-text
+    lines, escaped here) and `note` (plain text, how to answer) at the end."""
+    parts = request_parts(request, notes)
     if note:
         parts.append(Part("\n\n{}", note))
     return fit(parts)
@@ -160,7 +189,8 @@ def outcome_line(request: Request) -> str:
 
 
 def closed_text(request: Request) -> str:
-    """The message after the request closed: the request, then the outcome."""
+    """The message after the request closed: the request, then the outcome (no timing
+    notes: votes and escalations no longer matter once it is decided)."""
     parts = request_parts(request)
     parts.append(Part("\n\n" + outcome_line(request).replace("{", "{{").replace("}", "}}")))
     return fit(parts)

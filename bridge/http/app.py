@@ -13,7 +13,6 @@ from starlette.routing import BaseRoute
 
 from bridge.config import Settings
 from bridge.http import api
-from bridge.http.limits import BodySizeLimit
 from bridge.http.metrics import Metrics
 from bridge.service import BridgeService
 
@@ -59,6 +58,7 @@ def create_app(
         title="hitl-bridge",
         version="0.1.0",
         description="Lets paused AI agent runs get answers from people.",
+        max_body_size=settings.http.max_body_bytes,  # 413 for every route, streamed bodies too
     )
     app.state.bridge = service
     app.state.settings = settings
@@ -105,5 +105,4 @@ def create_app(
         body, content_type = await metrics.render()
         return PlainTextResponse(body, media_type=content_type)
 
-    app.add_middleware(BodySizeLimit, max_bytes=settings.http.max_body_bytes)
     return app

@@ -136,7 +136,7 @@ async def test_oversized_body_is_413(tmp_path: Path) -> None:
             httpx.AsyncClient(base_url=bridge.base_url) as client:
         big = {**CONFIRM, "description": "x" * 10_000}
         r = await client.post("/v1/requests", json=big)
-        assert r.status_code == 413 and "larger than 4096" in r.json()["detail"]
+        assert r.status_code == 413
 
         async def chunks() -> Any:  # no content-length: counted while streaming
             for _ in range(10):

@@ -76,7 +76,7 @@ async def test_hostile_http_input_on_postgres(tmp_path: Path, postgres_url: str)
             assert (await client.get("/v1/requests/r_%00nope")).status_code == 404
             assert (await client.post("/v1/requests/r_%00nope/answer", json={"value": "yes"})).status_code == 404
             paged = await client.get("/v1/requests", params={"offset": str(10**30)})
-            assert paged.status_code in (200, 422) and paged.status_code < 500
+            assert paged.status_code == 200 and paged.json()["requests"] == []
             assert (await client.get("/healthz")).status_code == 200  # and the daemon keeps serving
             listed = (await client.get("/v1/requests")).json()["requests"]
             assert {r["id"] for r in listed} == {rid, other.json()["id"]}
