@@ -369,19 +369,26 @@ class BridgeService:
             raise NotFound(request_id)
         if request.is_open:
             raise AnswerRejected("the request is still open: there is nothing to deliver yet")
-        now = self.clock.now()
-        outcome = "answered" if request.answer is not None and request.answer.via != "timeout" else (
-            "expired" if request.answer is not None else request.state.value)
-        if request.state is RequestState.failed and request.answer is None:
+        dead = [item for item in await self.store.list_outbox(request_id=request_id) if item.dead]
+        if request.answer is not None:
+            timed_out = request.answer.via == "timeout"
+            target_state = RequestState.expired if timed_out else RequestState.answered
+        elif dead:  # an expiry or cancellation whose callback gave up
+            target_state = RequestState(dead[-1].state)
+        elif request.state in (RequestState.expired, RequestState.cancelled):
+            target_state = request.state
+        else:
             raise AnswerRejected("the request failed without an answer: nothing to deliver")
-        target_state = RequestState.answered if request.answer and request.answer.via != "timeout" else (
-            RequestState.expired if request.answer else request.state)
+        outcome = target_state.value
+        now = self.clock.now()
         updated = await self.store.transition(
             request_id, {request.state}, target_state,
             event=self._event(request_id, "redeliver", actor), enqueue=outcome, now=now,
         )
         if updated is None:
             raise AnswerRejected("the request changed meanwhile; try again")
+        for item in dead:  # superseded by the new entry: no longer a dead letter
+            await self.store.outbox_done(item.id)
         for hook in self.on_answered:
             hook(updated)
         self.changes.publish(updated)

@@ -128,6 +128,7 @@ async def test_gives_up_after_horizon_and_marks_failed(tmp_path: Path) -> None:
         assert r.status_code == 200, r.text
         await wait_for(_state_is(client, rid, "delivered"))
         assert len(rx.received) == 1
+        assert "hitl_outbox_dead 0.0" in (await client.get("/metrics")).text
 
 
 async def test_callback_allow_list(tmp_path: Path) -> None:
