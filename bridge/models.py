@@ -357,3 +357,18 @@ def new_request_id() -> str:
         ms >>= 5
     tail = "".join(alphabet[b & 31] for b in _random_bytes(10))
     return f"r_{head}{tail}"
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """True when a string anywhere in `value` cannot be encoded as UTF-8 (JSON `"\\ud800"`)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(has_lone_surrogate(v) for v in value)
+    return False

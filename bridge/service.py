@@ -21,6 +21,7 @@ from bridge.models import (
     RequestIn,
     RequestState,
     Responder,
+    has_lone_surrogate,
     new_request_id,
 )
 from bridge.notify import ChangeFeed
@@ -226,6 +227,8 @@ class BridgeService:
         """Normalise values against the questions; raise AnswerRejected naming the question."""
         if not isinstance(values, dict):
             raise AnswerRejected("answer values must be an object keyed by question id")
+        if has_lone_surrogate(values):
+            raise AnswerRejected("the answer holds text that is not valid Unicode (a lone surrogate)")
         unknown = set(values) - {q.id for q in request.questions}
         if unknown:
             raise AnswerRejected(f"unknown question ids {sorted(unknown)}; "

@@ -17,7 +17,7 @@ from adapters.webhook.structured import StructuredRequestIn, is_structured, stru
 from bridge.http.app import COMPONENTS_KEY, component_schemas, describe_errors
 from bridge.http.auth import require_api_token
 from bridge.http.views import request_view
-from bridge.models import RequestIn
+from bridge.models import RequestIn, has_lone_surrogate
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.registry import AdapterContext
 from bridge.service import BridgeService
@@ -130,6 +130,8 @@ class WebhookSource:
                 raise HTTPException(422, "the body is not valid JSON (UTF-8)") from None
             if not isinstance(body, dict):
                 raise HTTPException(422, "the body must be a JSON object")
+            if has_lone_surrogate(body):
+                raise HTTPException(422, "the body holds text that is not valid Unicode (a lone surrogate)")
             service: BridgeService = http.app.state.bridge
             structured = is_structured(body)
             try:

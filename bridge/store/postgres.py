@@ -44,7 +44,10 @@ class PostgresStore(Store):
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
         self.url = url
-        self.options = PostgresURL.parse(url)
+        try:
+            self.options = PostgresURL.parse(url)
+        except ValueError as exc:
+            raise StoreError(f"bad store url: {exc}") from None
         self.connect_timeout = connect_timeout
         self._pool: asyncpg.Pool | None = None
 
@@ -58,7 +61,7 @@ class PostgresStore(Store):
                 opts.dsn, min_size=opts.pool_min, max_size=opts.pool_max, timeout=self.connect_timeout,
                 statement_cache_size=opts.statement_cache_size, server_settings=opts.server_settings or None,
             )
-        except (*_LOST, asyncpg.PostgresError) as exc:
+        except (*_LOST, asyncpg.PostgresError, ValueError) as exc:  # ValueError: a malformed url
             raise StoreError(f"cannot open PostgreSQL store {redact_url(self.url)}: {_reason(exc)}") from None
         try:
             async with self._txn() as conn:

@@ -117,6 +117,7 @@ HOSTILE: list[tuple[str, bytes, int, str]] = [
     ("bad callback", b'{"title": "x", "questions": [{"prompt": "?"}], "callback": {"url": "gopher://x", '
      b'"secret": "0123456789abcdef"}}', 422, "callback.url"),
     ("unknown key", b'{"title": "x", "questions": [{"prompt": "?"}], "rm_rf": true}', 422, "rm_rf"),
+    ("lone surrogate", b'{"title": "\\ud800", "questions": [{"prompt": "?"}]}', 422, "Unicode"),
     ("null byte title", b'{"title": "a\\u0000b", "questions": [{"prompt": "?"}]}', 201, ""),
 ]
 
@@ -165,6 +166,9 @@ async def test_answer_validation_errors_are_422_naming_the_question(tmp_path: Pa
         assert r.status_code == 422 and "question 'env'" in r.json()["detail"]
         r = await client.post(f"/v1/requests/{rid}/answer", json={"value": "yes"})
         assert r.status_code == 422 and "several questions" in r.json()["detail"]
+        r = await client.post(f"/v1/requests/{rid}/answer", content=b'{"values": {"ok": "yes", "env": "\\ud800"}}',
+                              headers={"content-type": "application/json"})
+        assert r.status_code == 422 and "Unicode" in r.json()["detail"]
         r = await client.post(f"/v1/requests/{rid}/answer", json={"values": {"ok": "yes", "env": "prod"}})
         assert r.status_code == 200
 
