@@ -60,6 +60,15 @@ def test_passwords_never_show_in_urls_we_print() -> None:
     assert "hunter2" not in str(excinfo.value)
 
 
+async def test_malformed_urls_are_store_errors() -> None:
+    with pytest.raises(StoreError, match="bad store url"):
+        PostgresStore("postgresql://app@db/bridge?pool_max=lots")
+    store = PostgresStore("postgresql://app:hunter2@127.0.0.1:notaport/bridge", connect_timeout=3)
+    with pytest.raises(StoreError, match="cannot open PostgreSQL store") as excinfo:
+        await store.open()
+    assert "hunter2" not in str(excinfo.value)
+
+
 def test_config_selects_the_postgres_store() -> None:
     settings = Settings.model_validate({"store": {"url": "postgresql://hitl@127.0.0.1:5432/hitl"}})
     assert isinstance(open_store_from_url(settings.store.url), PostgresStore)

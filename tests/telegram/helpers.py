@@ -42,10 +42,12 @@ def telegram_config(fake: FakeTelegram, *, mode: str = "polling", notify: list[s
 
 @asynccontextmanager
 async def telegram_bridge(tmp_path: Path, fake: FakeTelegram, *, mode: str = "polling",
-                          extra: dict[str, Any] | None = None, **kw: Any) -> AsyncIterator[Daemon]:
+                          extra: dict[str, Any] | None = None, clock: Any = None,
+                          **kw: Any) -> AsyncIterator[Daemon]:
+    """A daemon on the fake; `clock` (a tests.harness.ManualClock) drives its timers."""
     port = free_port() if mode == "webhook" else 0
     config = merge(telegram_config(fake, mode=mode, port=port, **kw), extra or {})
-    async with running_bridge(tmp_path, config) as daemon:
+    async with running_bridge(tmp_path, config, clock=clock) as daemon:
         yield daemon
 
 

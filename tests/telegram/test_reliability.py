@@ -92,8 +92,9 @@ async def test_escalation_and_reminder_update_the_copies(tmp_path: Path, fake: F
         rid = await submit(daemon, CONFIRM)
         message = await posted_message(fake, 42, "Deploy")
         await escalate(daemon, rid)
-        edited = await fake.wait_for(lambda: "Escalated (level 1)" in fake.message(42, message["message_id"])["text"]
-                                     and fake.message(42, message["message_id"]))
+        edited = await fake.wait_for(
+            lambda: "Escalated to telegram:77 at " in fake.message(42, message["message_id"])["text"]
+            and fake.message(42, message["message_id"]))
         assert [b["text"] for b in ann.buttons(edited)] == ["✅ Approve", "❌ Reject"]  # still answerable
         request = await daemon.store.get_request(rid)
         assert request is not None
@@ -104,10 +105,17 @@ async def test_escalation_and_reminder_update_the_copies(tmp_path: Path, fake: F
         assert reminder["reply_to_message_id"] == message["message_id"]
         await ann.press(edited, "Approve")
         await closed(daemon, rid)
+        shown = await fake.wait_for(lambda: "Approved by Ann" in fake.message(42, message["message_id"])["text"]
+                                    and fake.message(42, message["message_id"])["text"])
+        assert "Escalated to" not in shown  # a closed request shows just the outcome
 
 
 async def escalate(daemon: Daemon, request_id: str) -> None:
-    """What the scheduler does at an escalation level: bump the level, update every copy."""
-    updated = await daemon.store.update_request(request_id, now=daemon.service.clock.now(), escalation_level=1)
+    """What the scheduler does at an escalation level: bump the level, record the
+    `escalated` event (the copies' timing notes read it), update every copy."""
+    now = daemon.service.clock.now()
+    updated = await daemon.store.update_request(request_id, now=now, escalation_level=1)
     assert updated is not None
+    await daemon.store.add_event(request_id, "escalated", "timer",
+                                 {"level": 1, "notify": ["telegram:77"], "replace": False}, now)
     await daemon.service.update_channels(updated)

@@ -61,11 +61,41 @@ def test_everything_long_still_fits() -> None:
     assert utf16_len(request_text(request)) <= TEXT_LIMIT
 
 
-def test_deadline_and_escalation_are_shown() -> None:
+NOTES = ["1 of 2 approvals: Ann <ops> & co", "Escalated to telegram:99 at 14:15 UTC"]
+
+
+def test_deadline_and_timing_notes_are_shown() -> None:
     request = make(deadline=NOW + timedelta(hours=2), escalation_level=1)
-    shown = visible_text(request_text(request), "HTML")
-    assert "Answer by 2026-01-02 05:04 UTC" in shown
-    assert "Escalated (level 1)" in shown
+    text = request_text(request, "↩️ Reply to this message.", NOTES)
+    shown = visible_text(text, "HTML")
+    assert "Answer by 2026-01-02 05:04 UTC\n1 of 2 approvals: Ann <ops> & co\n" \
+           "Escalated to telegram:99 at 14:15 UTC" in shown
+    assert shown.endswith("↩️ Reply to this message.")  # how to answer stays last
+    assert "Ann &lt;ops&gt; &amp; co" in text  # escaped in the markup itself
+    assert "Escalated (level" not in shown  # the level number is no longer shown
+
+
+def test_no_notes_no_lines() -> None:
+    shown = visible_text(request_text(make(escalation_level=2)), "HTML")
+    assert "Escalated" not in shown and "approvals" not in shown
+
+
+def test_many_and_long_notes_are_capped() -> None:
+    notes = [f"{n} of 9 matching answers: " + "<&>😀" * 400 for n in range(12)]
+    request = make(context={"log": "x" * 20_000}, description="d" * 3000)
+    text = request_text(request, "↩️ Reply to this message.", notes)
+    assert utf16_len(text) <= TEXT_LIMIT
+    shown = visible_text(text, "HTML")
+    assert "Ship it?" in shown and "0 of 9 matching answers" in shown and "7 of 9" in shown
+    assert "8 of 9" not in shown and "…and 4 more" in shown
+    assert shown.endswith("↩️ Reply to this message.")
+
+
+def test_closed_request_shows_just_the_outcome() -> None:
+    request = answered({"answer": "yes"}, escalation_level=1)
+    shown = visible_text(closed_text(request), "HTML")
+    assert "Approved by Ann <ops>" in shown
+    assert "Escalated" not in shown and "approvals" not in shown
 
 
 def answered(values: dict[str, object], reason: str | None = None, **kw: object) -> Request:
