@@ -172,14 +172,27 @@ def _parse_json(qid: str, text: str) -> Any:
         raise InvalidAnswer(qid, f"not valid JSON: {exc}") from None
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if level > MAX_CONTEXT_DEPTH:
+def _depth(value: Any, level: int = 0, limit: int = MAX_CONTEXT_DEPTH) -> int:
+    """How deeply `value` nests; stops counting once past `limit`."""
+    if level > limit:
         return level
     if isinstance(value, dict):
-        return max((_depth(v, level + 1) for v in value.values()), default=level + 1)
+        return max((_depth(v, level + 1, limit) for v in value.values()), default=level + 1)
     if isinstance(value, list):
-        return max((_depth(v, level + 1) for v in value), default=level + 1)
+        return max((_depth(v, level + 1, limit) for v in value), default=level + 1)
     return level
+
+
+def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
+    """`value` itself when it nests at most `max_depth` levels, else its JSON text, cut short
+    (context shown to people must stay shallow; the engine's own data is never altered)."""
+    if _depth(value, 0, max_depth) <= max_depth:
+        return value
+    try:
+        text = json.dumps(value, default=str)
+    except (ValueError, RecursionError):
+        text = "[too deeply nested to show]"
+    return text[:max_chars]
 
 
 class Callback(BaseModel):

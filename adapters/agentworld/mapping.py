@@ -11,11 +11,10 @@ single-select question, `{requestId, answers: [{questionId, optionIds}]}` otherw
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.models import Answer, Question, QuestionKind, RequestIn
+from bridge.models import Answer, Question, QuestionKind, RequestIn, fit_json
 
 ENGINE = "agentworld"
 HUMAN_TOOL = "client.humanIntervention"
@@ -204,25 +203,3 @@ def respond_body(ref: dict[str, Any], answer: Answer | None) -> dict[str, Any]:
     if len(answers) == 1 and not ref["multiple"]:
         return {"requestId": ref["requestId"], "optionId": answers[0]["optionIds"][0]}
     return {"requestId": ref["requestId"], "answers": answers}
-
-
-def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
-    """`value` itself when it nests at most `max_depth` levels, else its JSON text, cut short
-    (context shown to people must stay shallow; the engine's own data is never altered)."""
-    if _nesting(value, 0, max_depth) <= max_depth:
-        return value
-    try:
-        text = json.dumps(value, default=str)
-    except (ValueError, RecursionError):
-        text = "[too deeply nested to show]"
-    return text[:max_chars]
-
-
-def _nesting(value: Any, level: int, limit: int) -> int:
-    if level > limit:
-        return level
-    if isinstance(value, dict):
-        return max((_nesting(v, level + 1, limit) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_nesting(v, level + 1, limit) for v in value), default=level + 1)
-    return level

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.models import Answer, FormField, Question, QuestionKind, RequestIn
+from bridge.models import Answer, FormField, Question, QuestionKind, RequestIn, fit_json
 
 ENGINE = "mastra"
 PROMPT_KEYS = ("question", "message", "prompt", "reason", "title", "description")
@@ -244,25 +244,3 @@ def task_to_request(task: WaitingTask) -> tuple[RequestIn, Shape]:
         questions=[shape_to_question(shape)],
     )
     return request, shape
-
-
-def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
-    """`value` itself when it nests at most `max_depth` levels, else its JSON text, cut short
-    (context shown to people must stay shallow; the engine's own data is never altered)."""
-    if _nesting(value, 0, max_depth) <= max_depth:
-        return value
-    try:
-        text = json.dumps(value, default=str)
-    except (ValueError, RecursionError):
-        text = "[too deeply nested to show]"
-    return text[:max_chars]
-
-
-def _nesting(value: Any, level: int, limit: int) -> int:
-    if level > limit:
-        return level
-    if isinstance(value, dict):
-        return max((_nesting(v, level + 1, limit) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_nesting(v, level + 1, limit) for v in value), default=level + 1)
-    return level

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bridge.models import Answer, Question, QuestionKind, RequestIn
+from bridge.models import Answer, Question, QuestionKind, RequestIn, fit_json
 
 ENGINE = "teal"
 SAFE_ID = r"^[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,99}$"  # no "/", never only dots
@@ -167,25 +167,3 @@ def resume_body(state: str, answer: Answer | None) -> dict[str, str]:
 def resume_path(request_id: str) -> str:
     """The route under `{base}/{agent}/{version}`; the query string is not needed (the body decides)."""
     return f"/tealagents/v1alpha1/resume/{request_id}"
-
-
-def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
-    """`value` itself when it nests at most `max_depth` levels, else its JSON text, cut short
-    (context shown to people must stay shallow; the engine's own data is never altered)."""
-    if _nesting(value, 0, max_depth) <= max_depth:
-        return value
-    try:
-        text = json.dumps(value, default=str)
-    except (ValueError, RecursionError):
-        text = "[too deeply nested to show]"
-    return text[:max_chars]
-
-
-def _nesting(value: Any, level: int, limit: int) -> int:
-    if level > limit:
-        return level
-    if isinstance(value, dict):
-        return max((_nesting(v, level + 1, limit) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_nesting(v, level + 1, limit) for v in value), default=level + 1)
-    return level
