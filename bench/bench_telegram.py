@@ -132,6 +132,10 @@ async def bench_latency(presses: int, mode: str) -> None:
                 message = next(m for m in fake.sent_to(42) if title in m["text"])
                 update = await ann.press(message, "Approve")
                 await wait_until(lambda r=request.id: r in answered_at, 10)
+                # let this press's trailing work (answerCallbackQuery, the closing edit, the
+                # write-back) finish, so the next press is timed alone, not queued behind it
+                await wait_until(lambda k=n: len(fake.calls_of("answerCallbackQuery")) >= k + 1, 5)
+                await wait_until(lambda: not daemon.service._tasks, 5)
                 sent = fake.delivered_at.get(update["update_id"])
                 if sent is not None and request.id in answered_at:
                     latencies.append((answered_at[request.id] - sent) * 1000)
