@@ -10,25 +10,20 @@ with `setChat` and the answer sent once more. Older prompts use `tool-results`.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-from starlette.routing import BaseRoute
+from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.agentworld.mapping import NoAnswer, map_prompt, prompt_key, respond_body
-from bridge.config import Duration
-from bridge.models import OPEN_STATES
+from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource
+from bridge.models import Request
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
 
 log = logging.getLogger("hitl_bridge.agentworld")
-NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
 
 
 class WorldChats(BaseModel):
@@ -38,71 +33,30 @@ class WorldChats(BaseModel):
     chats: list[str] = Field(min_length=1, max_length=500)
 
 
-class AgentWorldConfig(BaseModel):
+class AgentWorldConfig(PolledEngineConfig):
     """`sources: - type: agentworld` (see docs/readme/engines.md)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     name: str = Field(default="agentworld", pattern=NAME_PATTERN)
     base_url: str = Field(pattern=r"^https?://", max_length=2000)  # e.g. http://host:3000/api
-    token: SecretStr | None = None
-    headers: dict[str, SecretStr] = Field(default_factory=dict)
     worlds: list[WorldChats] = Field(min_length=1)
-    poll_every: Duration = timedelta(seconds=5)
-    timeout: Duration = timedelta(seconds=5)
 
 
 class EngineUnreadable(Exception):
     """The engine answered, but not as the protocol says."""
 
 
-class AgentWorldSource:
-    """Source port for agent-world (PROTOCOLS §5)."""
+class AgentWorldSource(PolledEngineSource):
+    """Source port for agent-world (PROTOCOLS §5); scopes are "world/chat"."""
 
     def __init__(self, config: AgentWorldConfig, store: Store | None = None) -> None:
+        super().__init__(config, store)
         self.config = config
-        self.name = config.name
-        self.store = store
-        headers = {k: v.get_secret_value() for k, v in config.headers.items()}
-        if config.token is not None:
-            headers["Authorization"] = f"Bearer {config.token.get_secret_value()}"
-        self.http = httpx.AsyncClient(
-            base_url=config.base_url.rstrip("/"),
-            headers=headers,
-            timeout=config.timeout.total_seconds(),
-            follow_redirects=False,
-        )
-        self.known: dict[str, set[str]] = {}  # "world/chat" → external ids of open requests
-        self.ambiguous: set[str] = set()
-        self.unusable: set[str] = set()  # prompts that cannot be shown (logged once)
-        self.polls = 0
-        self.errors: dict[str, str] = {}  # scope → why its last listing failed (cleared on success)
 
-    def http_routes(self) -> Sequence[BaseRoute]:
-        return []
-
-    async def close(self) -> None:
-        await self.http.aclose()
-
-    async def run(self, sink: RequestSink) -> None:
-        await self._load_known()
-        while True:
-            await self.poll_once(sink)
-            await asyncio.sleep(self.config.poll_every.total_seconds())
-
-    async def _load_known(self) -> None:
-        if self.store is None:
-            return
-        offset = 0
-        while True:
-            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500, offset=offset)
-            for request in batch:
-                ref = request.source_ref
-                if request.external_id and isinstance(ref.get("world"), str) and isinstance(ref.get("chat"), str):
-                    self.known.setdefault(f"{ref['world']}/{ref['chat']}", set()).add(request.external_id)
-            if len(batch) < 500:
-                return
-            offset += 500
+    def scope_of(self, request: Request) -> str | None:
+        ref = request.source_ref
+        if isinstance(ref.get("world"), str) and isinstance(ref.get("chat"), str):
+            return f"{ref['world']}/{ref['chat']}"
+        return None
 
     async def poll_once(self, sink: RequestSink) -> None:
         self.polls += 1

@@ -8,18 +8,15 @@ playground, another client): its request is withdrawn and its chat messages upda
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from functools import partial
 from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
-from starlette.routing import BaseRoute
+from pydantic import Field
 
 from adapters.mastra.mapping import (
     InvalidSnapshot,
@@ -33,30 +30,22 @@ from adapters.mastra.mapping import (
     waiting_task,
     workflow_resume_body,
 )
-from bridge.config import Duration
-from bridge.models import OPEN_STATES, RequestIn
+from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource
+from bridge.models import Request, RequestIn
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
 
 log = logging.getLogger("hitl_bridge.mastra")
-NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
 MAX_PAGES = 1000
 
 
-class MastraConfig(BaseModel):
+class MastraConfig(PolledEngineConfig):
     """`sources: - type: mastra` (see docs/readme/engines.md)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     name: str = Field(default="mastra", pattern=NAME_PATTERN)
-    base_url: str = Field(pattern=r"^https?://", max_length=2000)
-    token: SecretStr | None = None  # sent as Authorization: Bearer <token>
-    headers: dict[str, SecretStr] = Field(default_factory=dict)
     workflows: list[str] = Field(default_factory=list)
     inboxes: list[str] = Field(default_factory=list)
-    poll_every: Duration = timedelta(seconds=5)
     page_size: int = Field(default=100, ge=1, le=1000)
-    timeout: Duration = timedelta(seconds=5)
     resume_key: str = Field(default="answer", min_length=1, max_length=100)
 
 
@@ -64,56 +53,16 @@ class EngineUnreadable(Exception):
     """The engine answered, but not with what the protocol says (garbage, wrong shape)."""
 
 
-class MastraSource:
-    """Source port for Mastra (PROTOCOLS §4)."""
+class MastraSource(PolledEngineSource):
+    """Source port for Mastra (PROTOCOLS §4); scopes are "wf:<id>" and "inbox:<id>"."""
 
     def __init__(self, config: MastraConfig, store: Store | None = None) -> None:
+        super().__init__(config, store)
         self.config = config
-        self.name = config.name
-        self.store = store
-        headers = {k: v.get_secret_value() for k, v in config.headers.items()}
-        if config.token is not None:
-            headers["Authorization"] = f"Bearer {config.token.get_secret_value()}"
-        self.http = httpx.AsyncClient(
-            base_url=config.base_url.rstrip("/"),
-            headers=headers,
-            timeout=config.timeout.total_seconds(),
-            follow_redirects=False,
-        )
-        # scope ("wf:<id>" / "inbox:<id>") → external ids of open requests seen there
-        self.known: dict[str, set[str]] = {}
-        self.ambiguous: set[str] = set()  # request ids whose last resume got no clear reply
-        self.unusable: set[str] = set()  # suspensions that cannot be shown (logged once)
-        self.polls = 0
-        self.errors: dict[str, str] = {}  # scope → why its last listing failed (cleared on success)
 
-    def http_routes(self) -> Sequence[BaseRoute]:
-        return []
-
-    async def close(self) -> None:
-        await self.http.aclose()
-
-    # -- finding requests ---------------------------------------------------------------
-    async def run(self, sink: RequestSink) -> None:
-        await self._load_known()
-        while True:
-            await self.poll_once(sink)
-            await asyncio.sleep(self.config.poll_every.total_seconds())
-
-    async def _load_known(self) -> None:
-        """Open requests from earlier runs, so withdrawals are noticed after a restart too."""
-        if self.store is None:
-            return
-        offset = 0
-        while True:
-            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500, offset=offset)
-            for request in batch:
-                scope = request.source_ref.get("scope")
-                if isinstance(scope, str) and request.external_id:
-                    self.known.setdefault(scope, set()).add(request.external_id)
-            if len(batch) < 500:
-                return
-            offset += 500
+    def scope_of(self, request: Request) -> str | None:
+        scope = request.source_ref.get("scope")
+        return scope if isinstance(scope, str) else None
 
     async def poll_once(self, sink: RequestSink) -> None:
         """One pass over every configured workflow and inbox; never raises for the engine."""

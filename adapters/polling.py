@@ -1,0 +1,91 @@
+"""What the polled engine sources (Mastra, agent-world) share: their config keys, one HTTP
+client with the configured auth, the poll loop, and the open requests they already know."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from datetime import timedelta
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from starlette.routing import BaseRoute
+
+from bridge.config import Duration
+from bridge.models import OPEN_STATES, Request
+from bridge.ports import RequestSink
+from bridge.store.base import Store
+
+NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
+
+
+class PolledEngineConfig(BaseModel):
+    """Keys every polled engine source has (each subclass sets its own `name` default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=NAME_PATTERN)
+    base_url: str = Field(pattern=r"^https?://", max_length=2000)
+    token: SecretStr | None = None  # sent as Authorization: Bearer <token>
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    poll_every: Duration = timedelta(seconds=5)
+    timeout: Duration = timedelta(seconds=5)
+
+
+class PolledEngineSource:
+    """Skeleton of a Source that polls an engine; subclasses define `poll_once`,
+    `scope_of` and `deliver`."""
+
+    def __init__(self, config: PolledEngineConfig, store: Store | None = None) -> None:
+        self.name = config.name
+        self.store = store
+        self.poll_every = config.poll_every
+        headers = {k: v.get_secret_value() for k, v in config.headers.items()}
+        if config.token is not None:
+            headers["Authorization"] = f"Bearer {config.token.get_secret_value()}"
+        self.http = httpx.AsyncClient(
+            base_url=config.base_url.rstrip("/"),
+            headers=headers,
+            timeout=config.timeout.total_seconds(),
+            follow_redirects=False,
+        )
+        self.known: dict[str, set[str]] = {}  # scope → external ids of open requests seen there
+        self.ambiguous: set[str] = set()  # request ids whose last write-back got no clear reply
+        self.unusable: set[str] = set()  # engine items that cannot be shown (logged once)
+        self.polls = 0
+        self.errors: dict[str, str] = {}  # scope → why its last listing failed (cleared on success)
+
+    def http_routes(self) -> Sequence[BaseRoute]:
+        return []
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def run(self, sink: RequestSink) -> None:
+        await self._load_known()
+        while True:
+            await self.poll_once(sink)
+            await asyncio.sleep(self.poll_every.total_seconds())
+
+    async def poll_once(self, sink: RequestSink) -> None:
+        raise NotImplementedError
+
+    def scope_of(self, request: Request) -> str | None:
+        """Where an open request of this source was found (a workflow, a chat…)."""
+        raise NotImplementedError
+
+    async def _load_known(self) -> None:
+        """Open requests from earlier runs, so withdrawals are noticed after a restart too."""
+        if self.store is None:
+            return
+        offset = 0
+        while True:
+            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500,
+                                                   offset=offset)
+            for request in batch:
+                scope = self.scope_of(request)
+                if scope is not None and request.external_id:
+                    self.known.setdefault(scope, set()).add(request.external_id)
+            if len(batch) < 500:
+                return
+            offset += 500
