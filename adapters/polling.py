@@ -1,5 +1,6 @@
-"""What the polled engine sources (Mastra, agent-world) share: their config keys, one HTTP
-client with the configured auth, the poll loop, and the open requests they already know."""
+"""What the HTTP engine sources share: for the polled ones (Mastra, agent-world) their config keys, one HTTP
+client with the configured auth, the poll loop and the open requests they know; for all,
+the wording of engine errors (Teal too)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,23 @@ class PolledEngineSource:
             if len(batch) < 500:
                 return
             offset += 500
+
+
+def error_text(reply: httpx.Response) -> str:
+    """A short reason from an engine's error reply: its `error` field, or its text."""
+    try:
+        body = reply.json()
+    except (ValueError, RecursionError):
+        return reply.text[:200] or reply.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return body["error"][:200]
+    return str(body)[:200]
+
+
+def describe(exc: BaseException) -> str:
+    """Say what went wrong talking to an engine without echoing URLs with credentials or headers."""
+    if isinstance(exc, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(exc, httpx.ConnectError):
+        return "connection refused or unreachable"
+    return str(exc)[:300] or type(exc).__name__

@@ -18,7 +18,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.agentworld.mapping import NoAnswer, map_prompt, prompt_key, respond_body
-from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource
+from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource, describe, error_text
 from bridge.models import Request
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
@@ -69,7 +69,7 @@ class AgentWorldSource(PolledEngineSource):
         path = f"/worlds/{quote(world, safe='')}/setChat/{quote(chat, safe='')}"
         reply = await self.http.post(path)
         if reply.status_code >= 400:
-            raise EngineUnreadable(f"HTTP {reply.status_code} from setChat: {_error_text(reply)}")
+            raise EngineUnreadable(f"HTTP {reply.status_code} from setChat: {error_text(reply)}")
         try:
             body = reply.json()
         except (ValueError, RecursionError):
@@ -93,8 +93,8 @@ class AgentWorldSource(PolledEngineSource):
         try:
             prompts = await self.set_chat(world, chat)
         except (httpx.HTTPError, EngineUnreadable) as exc:
-            self.errors[scope] = _describe(exc)
-            log.warning("agentworld source %s: cannot read %s: %s", self.name, scope, _describe(exc))
+            self.errors[scope] = describe(exc)
+            log.warning("agentworld source %s: cannot read %s: %s", self.name, scope, describe(exc))
             return
         self.errors.pop(scope, None)
         known = self.known.setdefault(scope, set())
@@ -153,11 +153,11 @@ class AgentWorldSource(PolledEngineSource):
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
             if not was_unclear:
                 self.ambiguous.discard(rid)
-            raise DeliveryError(f"agent-world unreachable: {_describe(exc)}") from None
+            raise DeliveryError(f"agent-world unreachable: {describe(exc)}") from None
         except httpx.TimeoutException:
             raise DeliveryError(f"agent-world did not answer POST {path} in time") from None
         except httpx.HTTPError as exc:
-            raise DeliveryError(f"agent-world broke off POST {path}: {_describe(exc)}") from None
+            raise DeliveryError(f"agent-world broke off POST {path}: {describe(exc)}") from None
 
     async def _respond(self, rid: str, ref: dict[str, Any], body: dict[str, Any], landed_if_gone: bool) -> None:
         path = f"/worlds/{quote(ref['world'], safe='')}/hitl/respond"
@@ -170,7 +170,7 @@ class AgentWorldSource(PolledEngineSource):
         except (httpx.HTTPError, EngineUnreadable) as exc:
             raise DeliveryError(
                 f"agent-world refused the answer ({verdict.get('reason')}) and the "
-                f"chat could not be replayed: {_describe(exc)}"
+                f"chat could not be replayed: {describe(exc)}"
             ) from None
         if not any(
             isinstance(p, dict) and ref["requestId"] in (p.get("requestId"), p.get("toolCallId")) for p in pending
@@ -193,11 +193,11 @@ class AgentWorldSource(PolledEngineSource):
         if reply.status_code >= 500:
             if not was_unclear:
                 self.ambiguous.discard(rid)
-            raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {_error_text(reply)}")
+            raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {error_text(reply)}")
         if reply.status_code >= 400:
             self.ambiguous.discard(rid)
             raise DeliveryError(
-                f"agent-world refused the answer (HTTP {reply.status_code}: {_error_text(reply)})",
+                f"agent-world refused the answer (HTTP {reply.status_code}: {error_text(reply)})",
                 permanent=reply.status_code != 429,
             )
         try:
@@ -216,32 +216,14 @@ class AgentWorldSource(PolledEngineSource):
         if reply.status_code >= 500:
             if not was_unclear:
                 self.ambiguous.discard(rid)
-            raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {_error_text(reply)}")
+            raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {error_text(reply)}")
         if reply.status_code >= 400:
             self.ambiguous.discard(rid)
             raise DeliveryError(
-                f"agent-world refused the tool result (HTTP {reply.status_code}: {_error_text(reply)})",
+                f"agent-world refused the tool result (HTTP {reply.status_code}: {error_text(reply)})",
                 permanent=True,
             )
         try:
             reply.json()
         except (ValueError, RecursionError):
             raise DeliveryError("agent-world answered with something that is not JSON") from None
-
-
-def _error_text(reply: httpx.Response) -> str:
-    try:
-        body = reply.json()
-    except (ValueError, RecursionError):
-        return reply.text[:200] or reply.reason_phrase
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return body["error"][:200]
-    return str(body)[:200]
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused or unreachable"
-    return str(exc)[:300] or type(exc).__name__

@@ -30,7 +30,7 @@ from adapters.mastra.mapping import (
     waiting_task,
     workflow_resume_body,
 )
-from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource
+from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource, describe, error_text
 from bridge.models import Request, RequestIn
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
@@ -76,8 +76,8 @@ class MastraSource(PolledEngineSource):
         try:
             found, complete = await listing
         except (httpx.HTTPError, EngineUnreadable) as exc:
-            self.errors[scope] = _describe(exc)
-            log.warning("mastra source %s: cannot list %s: %s", self.name, scope, _describe(exc))
+            self.errors[scope] = describe(exc)
+            log.warning("mastra source %s: cannot list %s: %s", self.name, scope, describe(exc))
             return
         self.errors.pop(scope, None)
         seen = {item.external_id for item in found}
@@ -102,7 +102,7 @@ class MastraSource(PolledEngineSource):
     async def _get_json(self, path: str, params: dict[str, Any]) -> Any:
         reply = await self.http.get(path, params=params)
         if reply.status_code >= 400:
-            raise EngineUnreadable(f"HTTP {reply.status_code} from GET {path}: {_error_text(reply)}")
+            raise EngineUnreadable(f"HTTP {reply.status_code} from GET {path}: {error_text(reply)}")
         try:
             return reply.json()
         except (ValueError, RecursionError):
@@ -190,7 +190,7 @@ class MastraSource(PolledEngineSource):
             else:
                 found, _ = await self._list_inbox(ref["inbox"])
         except (httpx.HTTPError, EngineUnreadable) as exc:
-            raise DeliveryError(f"cannot check whether Mastra still waits: {_describe(exc)}") from None
+            raise DeliveryError(f"cannot check whether Mastra still waits: {describe(exc)}") from None
         return any(item.external_id == external_id for item in found)
 
     async def _post_resume(self, request_id: str, path: str, params: dict[str, str], body: dict[str, Any]) -> None:
@@ -203,11 +203,11 @@ class MastraSource(PolledEngineSource):
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
             if not was_unclear:
                 self.ambiguous.discard(request_id)
-            raise DeliveryError(f"Mastra unreachable: {_describe(exc)}") from None
+            raise DeliveryError(f"Mastra unreachable: {describe(exc)}") from None
         except httpx.TimeoutException:
             raise DeliveryError(f"Mastra did not answer POST {path} in time") from None
         except httpx.HTTPError as exc:
-            raise DeliveryError(f"Mastra broke off POST {path}: {_describe(exc)}") from None
+            raise DeliveryError(f"Mastra broke off POST {path}: {describe(exc)}") from None
         if reply.status_code in (400, 404, 409):
             self.ambiguous.discard(request_id)
             if was_unclear:
@@ -215,14 +215,14 @@ class MastraSource(PolledEngineSource):
                 log.info("mastra source %s: %s already resumed by an earlier attempt", self.name, request_id)
                 return
             raise DeliveryError(
-                f"Mastra refused the resume (HTTP {reply.status_code}: {_error_text(reply)}); "
+                f"Mastra refused the resume (HTTP {reply.status_code}: {error_text(reply)}); "
                 "the run no longer waits for this answer (resumed elsewhere?)",
                 permanent=True,
             )
         if reply.status_code >= 300:
             if not was_unclear:
                 self.ambiguous.discard(request_id)
-            raise DeliveryError(f"Mastra answered HTTP {reply.status_code}: {_error_text(reply)}")
+            raise DeliveryError(f"Mastra answered HTTP {reply.status_code}: {error_text(reply)}")
         try:
             reply.json()
         except (ValueError, RecursionError):
@@ -253,22 +253,3 @@ def _ref(kind: Literal["workflow", "inbox"], shape: Shape, **ids: str) -> dict[s
     if shape.options:
         ref["options"] = shape.options
     return ref
-
-
-def _error_text(reply: httpx.Response) -> str:
-    try:
-        body = reply.json()
-    except (ValueError, RecursionError):
-        return reply.text[:200] or reply.reason_phrase
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return body["error"][:200]
-    return str(body)[:200]
-
-
-def _describe(exc: BaseException) -> str:
-    """Say what went wrong without echoing URLs with credentials or headers."""
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused or unreachable"
-    return str(exc)[:300] or type(exc).__name__

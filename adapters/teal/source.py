@@ -23,6 +23,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from adapters.polling import describe
 from adapters.teal.mapping import InvalidPause, TealPause, parse_pause, pause_to_request, resume_body, resume_path
 from bridge.config import Duration, Settings
 from bridge.crypto import SecretBox, SecretLost
@@ -230,11 +231,11 @@ class TealSource:
             reply = await self.http.post(path, json=body, headers=headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
             self.unsettled.discard(rid)
-            raise DeliveryError(f"Teal unreachable: {_describe(exc)}") from None
+            raise DeliveryError(f"Teal unreachable: {describe(exc)}") from None
         except httpx.TimeoutException:
             self._unclear(rid, body["action"], "did not answer the resume call in time")
         except httpx.HTTPError as exc:
-            self._unclear(rid, body["action"], f"broke off the resume call ({_describe(exc)})")
+            self._unclear(rid, body["action"], f"broke off the resume call ({describe(exc)})")
         self.unsettled.discard(rid)
         if reply.status_code >= 500:
             if rid in self.ambiguous:
@@ -284,11 +285,3 @@ class TealSource:
 
 def _error(status: int, detail: str) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=status)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, httpx.TimeoutException):
-        return "timed out"
-    if isinstance(exc, httpx.ConnectError):
-        return "connection refused or unreachable"
-    return str(exc)[:300] or type(exc).__name__
