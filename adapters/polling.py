@@ -33,6 +33,10 @@ class PolledEngineConfig(BaseModel):
     timeout: Duration = timedelta(seconds=5)
 
 
+class EngineUnreadable(Exception):
+    """The engine answered, but not with what its protocol says (garbage, wrong shape)."""
+
+
 class PolledEngineSource:
     """Skeleton of a Source that polls an engine; subclasses define `poll_once`,
     `scope_of` and `deliver`."""
@@ -52,12 +56,19 @@ class PolledEngineSource:
         )
         self.known: dict[str, set[str]] = {}  # scope → external ids of open requests seen there
         self.ambiguous: set[str] = set()  # request ids whose last write-back got no clear reply
-        self.unusable: set[str] = set()  # engine items that cannot be shown (logged once)
+        self.unusable: dict[str, str] = {}  # engine item → why it cannot be shown (logged once)
         self.polls = 0
         self.errors: dict[str, str] = {}  # scope → why its last listing failed (cleared on success)
 
     def http_routes(self) -> Sequence[BaseRoute]:
         return []
+
+    @property
+    def problems(self) -> dict[str, str]:
+        """What this source cannot show right now: listings that failed, items refused."""
+        found = dict(self.errors)
+        found.update((item, f"cannot be shown: {why}") for item, why in self.unusable.items())
+        return found
 
     async def close(self) -> None:
         await self.http.aclose()

@@ -1,6 +1,6 @@
 """Delta mailboxes at scale: request.json → stored latency, idle CPU and RSS.
 
-    .venv/bin/python bench/bench_delta.py [--workspaces 1,100,5000] [--samples 200] [--idle 60]
+    .venv/bin/python bench/bench_delta.py [--workspaces 1,100,5000] [--samples 200] [--idle 125]
 
 Latency: a real daemon (SQLite store, HTTP on 127.0.0.1) runs in this process and
 watches N workspaces laid out like Delta Engine v1.10 runs about to pause; the bench
@@ -213,7 +213,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--workspaces", default="1,100,5000")
     parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--idle", type=float, default=65.0, help="idle seconds to measure (covers 2 rescans)")
+    parser.add_argument("--idle", type=float, default=125.0, help="idle seconds to measure (one periodic rescan)")
     parser.add_argument("--idle-workspaces", type=int, default=5000)
     parser.add_argument("--rescan-every", default=None, help="override the source's rescan_every")
     opts = parser.parse_args()

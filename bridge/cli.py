@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import sys
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -214,9 +215,11 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
                    f"via {a.via} at {a.answered_at.isoformat()}" + (f" — {a.reason}" if a.reason else ""))
     if request.error:
         out.append(f"  error      {request.error}")
+    copies = Counter(p.target for p in posts)  # a target with several copies: a group's DMs
     for p in posts:
         status = "ok" if p.ok else f"FAILED: {p.error}"
-        out.append(f"  copy       {p.channel} {p.target}: {status}")
+        where = f" ({p.ref['channel']})" if copies[p.target] > 1 and p.ref.get("channel") else ""
+        out.append(f"  copy       {p.channel} {p.target}{where}: {status}")
     for o in outbox:
         status = "dead-lettered" if o.dead else f"retrying, next at {o.due_at.isoformat()}"
         out.append(f"  delivery   {o.state}: attempts {o.attempts}, "
@@ -364,5 +367,27 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         await store.close()
     async with api_client(settings) as client:
         up = await daemon_up(client)
-    print(f"[{'ok' if up else '--'}] daemon " + ("answering at " if up else "not running at ") + http.listen)
+        print(f"[{'ok' if up else '--'}] daemon " + ("answering at " if up else "not running at ") + http.listen)
+        if up:
+            for ok, what, detail in await running_sources(client):
+                line(ok, what, detail)
     return 1 if problems else 0
+
+
+async def running_sources(client: httpx.AsyncClient) -> list[tuple[bool, str, str]]:
+    """What the running daemon's sources cannot show right now (GET /v1/sources)."""
+    try:
+        response = await client.get("/v1/sources")
+        sources = response.json()["sources"] if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        sources = None
+    if not isinstance(sources, list):
+        return [(False, "sources", "the daemon did not say how its sources are (GET /v1/sources)")]
+    checks = []
+    for source in sources:
+        count = int(source.get("problem_count", 0))
+        shown = "; ".join(f"{p['where']}: {p['reason']}" for p in source.get("problems", [])[:3])
+        more = f" (and {count - 3} more: GET /v1/sources)" if count > 3 else ""
+        checks.append((count == 0, f"source {source.get('name')}",
+                       "every engine request is shown" if count == 0 else f"{count} problem(s): {shown}{more}"))
+    return checks

@@ -157,6 +157,7 @@ class Daemon:
         return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
+        self.service.changes.release_waiters()  # long polls answer now, not after the grace period
         if self.server is not None:
             self.server.should_exit = True
         await self.scheduler.stop()

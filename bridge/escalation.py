@@ -1,8 +1,11 @@
 """What a due timer does to one request: remind, escalate, apply the deadline.
 
 Every action first claims its effect in the store (the new timer instants, the audit
-event), then does the channel work in the background. A crash between the two can lose
-one reminder or one escalation post (the post is redone at the next start, see
+event), then does the channel work in the background. The claim is a compare-and-set on
+the instant that fired (`update_request(expect=...)`), so when several replicas hold the
+same request's timers exactly one of them reminds or escalates; the others find the new
+instants and re-arm. A crash between the claim and the channel work can lose one
+reminder or one escalation post (the post is redone at the next start, see
 `repost_escalated`), never repeat one: nothing fires twice.
 """
 
@@ -49,6 +52,8 @@ class TimerActions:
             escalate = False
         if remind:
             request = await self._remind(request, route, now)
+            # still due unless another replica escalated meanwhile (the remind re-read the request)
+            escalate = escalate and request.next_escalation_at == escalate_at
         if escalate and request.is_open:
             request = await self._escalate(request, route, now)
         return request
@@ -61,12 +66,14 @@ class TimerActions:
         when = deadline.strftime("%Y-%m-%d %H:%M:%S UTC")
         try:
             if policy.keep_waiting:
-                updated = await self.store.update_request(request.id, now=now, deadline=None)
+                updated = await self.store.update_request(request.id, now=now, expect={"deadline": deadline},
+                                                          deadline=None)
+                if updated is None:  # another replica got there first, or it closed
+                    return await self._current(request)
                 await self.store.add_event(request.id, "deadline_passed", ACTOR,
                                            {"deadline": deadline.isoformat(), "on_timeout": "keep_waiting"}, now)
-                if updated is not None:
-                    self.service.changes.publish(updated)
-                return updated or request
+                self.service.changes.publish(updated)
+                return updated
             if policy.answer is not None:
                 try:
                     return await self.service.answer_on_timeout(request.id, policy.answer)
@@ -90,9 +97,10 @@ class TimerActions:
         assert request.next_reminder_at is not None
         passed = instants_covered(request.next_reminder_at, every, now)
         updated = await self.store.update_request(
-            request.id, now=now, next_reminder_at=next_at, reminders_sent=request.reminders_sent + 1)
-        if updated is None or not updated.is_open:
-            return updated or request
+            request.id, now=now, next_reminder_at=next_at, reminders_sent=request.reminders_sent + 1,
+            expect={"next_reminder_at": request.next_reminder_at, "reminders_sent": request.reminders_sent})
+        if updated is None:  # another replica reminded, or it closed
+            return await self._current(request)
         data: dict[str, object] = {"n": updated.reminders_sent, "targets": updated.targets}
         if passed > 1:
             data["missed"] = passed - 1  # downtime: one reminder stands for several periods
@@ -100,6 +108,9 @@ class TimerActions:
         self.service.changes.publish(updated)  # live views (the web inbox's badge)
         self.service.background(self._send_reminders(updated, updated.targets), f"remind {request.id}")
         return updated
+
+    async def _current(self, request: Request) -> Request:
+        return await self.store.get_request(request.id) or request
 
     async def _send_reminders(self, request: Request, targets: Sequence[str]) -> None:
         by_channel: dict[str, list[str]] = {}
@@ -133,9 +144,10 @@ class TimerActions:
         level = max([request.escalation_level, *due.new_levels])
         updated = await self.store.update_request(
             request.id, now=now, targets=targets, responders=responders,
-            escalation_level=level, next_escalation_at=due.next_at)
-        if updated is None or not updated.is_open:
-            return updated or request
+            escalation_level=level, next_escalation_at=due.next_at,
+            expect={"next_escalation_at": request.next_escalation_at, "escalation_level": request.escalation_level})
+        if updated is None:  # another replica escalated, or it closed
+            return await self._current(request)
         for n in due.new_levels:
             spec = route.escalate[n - 1]
             await self.store.add_event(request.id, "escalated", ACTOR, {

@@ -14,6 +14,7 @@ class ChangeFeed:
     def __init__(self) -> None:
         self._waiters: dict[str, set[asyncio.Future[Request]]] = defaultdict(set)
         self._subscribers: set[asyncio.Queue[Request]] = set()
+        self._released = False
 
     def publish(self, request: Request) -> None:
         for fut in self._waiters.pop(request.id, set()):
@@ -24,9 +25,21 @@ class ChangeFeed:
                 queue.put_nowait(request)
 
     def waiter(self, request_id: str) -> asyncio.Future[Request]:
+        """A future resolved with the request's next change (cancelled when shutting down)."""
         fut: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
-        self._waiters[request_id].add(fut)
+        if self._released:
+            fut.cancel()
+        else:
+            self._waiters[request_id].add(fut)
         return fut
+
+    def release_waiters(self) -> None:
+        """Shutting down: wake every long poll now (each answers with the request as it is)."""
+        self._released = True
+        for waiters in self._waiters.values():
+            for fut in waiters:
+                fut.cancel()
+        self._waiters.clear()
 
     def discard(self, request_id: str, fut: asyncio.Future[Request]) -> None:
         waiters = self._waiters.get(request_id)

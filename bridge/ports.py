@@ -6,7 +6,7 @@ factory registered by name (see `bridge.registry`) from its section of the confi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -154,3 +154,11 @@ class Channel(Protocol):
 
 class Clock(Protocol):
     def now(self) -> datetime: ...
+
+
+def source_problems(source: object) -> dict[str, str]:
+    """What keeps a source from showing some of its engine's requests right now (where →
+    why), for sources that report it with a `problems` mapping (Delta mailboxes that
+    cannot be read, engine listings that fail, engine items that cannot be shown)."""
+    found = getattr(source, "problems", None)
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, Mapping) else {}

@@ -11,6 +11,12 @@ On start the index is rebuilt from the store and `run_due()` runs at once: a dea
 that passed during downtime fires immediately, exactly once (closing is a compare-and-set
 in the store); reminders missed during downtime collapse into one.
 
+With a store that replicas share (PostgreSQL), every replica also re-reads the timers due
+soon from the store every RESYNC (5 s): a request taken in by a replica that then stopped
+still gets its deadline, reminders and escalation from the others, at most RESYNC late.
+When several replicas hold the same timer, each action is a compare-and-set in the store,
+so it happens once.
+
 Tests drive time with an injected clock and call `await scheduler.run_due()`; the
 APScheduler job is armed at "now + (instant - clock.now())" in wall time, so a manual
 clock never makes it spin.
@@ -28,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 from bridge.escalation import TimerActions
 from bridge.models import Request
@@ -38,6 +45,8 @@ from bridge.timers import EPSILON, next_instant
 log = logging.getLogger("hitl_bridge.timers")
 
 WAKE_JOB = "hitl-bridge-timers"
+RESYNC_JOB = "hitl-bridge-timers-resync"
+RESYNC = timedelta(seconds=5)  # shared stores: how often the timers due soon are re-read
 RETRY_AFTER = timedelta(seconds=1)  # a timer whose action failed (store busy...) is retried
 PARALLEL = 16  # due requests handled side by side (their store calls queue up together)
 
@@ -121,6 +130,9 @@ class Scheduler:
             logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per wake-up otherwise
         self._aps = AsyncIOScheduler(timezone=UTC)
         self._aps.start()
+        if self.service.store.shared:
+            self._aps.add_job(self._resync_guarded, IntervalTrigger(seconds=RESYNC.total_seconds(), timezone=UTC),
+                              id=RESYNC_JOB, coalesce=True, max_instances=1, misfire_grace_time=None)
         await self.run_due()
 
     async def stop(self) -> None:
@@ -156,6 +168,25 @@ class Scheduler:
                 await self.actions.repost_escalated(request)
             except Exception:
                 log.exception("re-posting the escalation of %s failed", request.id)
+
+    async def resync(self) -> int:
+        """Arm the timers the store has due within two RESYNC periods (requests another
+        replica took in, or changed); returns how many instants changed here."""
+        horizon = self.clock.now() + 2 * RESYNC
+        changed = sum(self.index.arm(request_id, at) for request_id, at in await self.service.store.timers_due(horizon))
+        if changed:
+            log.info("timers: %d instant(s) picked up from the shared store", changed)
+            self._arm()
+        return changed
+
+    async def _resync_guarded(self) -> None:
+        if self._stopping:
+            return
+        try:
+            await self.resync()
+        except Exception:
+            if not self._stopping:
+                log.exception("re-reading the timers from the store failed; trying again in %s", RESYNC)
 
     def watch(self, request: Request) -> None:
         """A request was created or its timers changed: (re)arm it."""

@@ -162,7 +162,7 @@ class BridgeService:
                 request_id=request.id, channel=channel.name if channel else "-", target=result.target,
                 ref=result.ref, ok=result.ok, error=result.error, at=now,
             ))
-        ok = [r.target for r in results if r.ok]
+        ok = list(dict.fromkeys(r.target for r in results if r.ok))  # a group target: one copy per member
         failed = {r.target: r.error for r in results if not r.ok}
         events = []
         if failed:
@@ -411,6 +411,8 @@ class BridgeService:
                     return await self.store.get_request(request_id)
                 # poll the store too: another replica or the CLI may have answered
                 done, _ = await asyncio.wait({fut}, timeout=min(remaining, 1.0))
+                if fut.cancelled():  # shutting down: answer now, the client asks again later
+                    return await self.store.get_request(request_id)
                 if done and not fut.result().is_open:
                     return fut.result()
                 if done:

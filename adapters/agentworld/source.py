@@ -18,7 +18,14 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.agentworld.mapping import NoAnswer, map_prompt, prompt_key, respond_body
-from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource, describe, error_text
+from adapters.polling import (
+    NAME_PATTERN,
+    EngineUnreadable,
+    PolledEngineConfig,
+    PolledEngineSource,
+    describe,
+    error_text,
+)
 from bridge.models import Request
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
@@ -39,10 +46,6 @@ class AgentWorldConfig(PolledEngineConfig):
     name: str = Field(default="agentworld", pattern=NAME_PATTERN)
     base_url: str = Field(pattern=r"^https?://", max_length=2000)  # e.g. http://host:3000/api
     worlds: list[WorldChats] = Field(min_length=1)
-
-
-class EngineUnreadable(Exception):
-    """The engine answered, but not as the protocol says."""
 
 
 class AgentWorldSource(PolledEngineSource):
@@ -113,7 +116,7 @@ class AgentWorldSource(PolledEngineSource):
             except ValueError as exc:  # InvalidPrompt, or a prompt the request model refuses
                 log.warning("agentworld source %s: skipping a prompt in %s: %s", self.name, scope, exc)
                 if key is not None:
-                    self.unusable.add(key)
+                    self.unusable[key] = str(exc)
                 continue
             ext = mapped.request.external_id or ""
             await sink.submit(mapped.request, source=self.name, source_ref=mapped.ref)
@@ -189,7 +192,10 @@ class AgentWorldSource(PolledEngineSource):
                 f"agent-world refused the answer: {again.get('reason') or 'no reason given'}", permanent=True
             )
 
-    async def _verdict(self, rid: str, reply: httpx.Response, was_unclear: bool) -> dict[str, Any]:
+    def _checked(self, rid: str, reply: httpx.Response, was_unclear: bool, what: str, *,
+                 retry_429: bool) -> Any:
+        """The reply's JSON. 5xx is retried; 4xx refuses `what` for good (a 429 is retried
+        when `retry_429`); a body that is not JSON is retried."""
         if reply.status_code >= 500:
             if not was_unclear:
                 self.ambiguous.discard(rid)
@@ -197,13 +203,16 @@ class AgentWorldSource(PolledEngineSource):
         if reply.status_code >= 400:
             self.ambiguous.discard(rid)
             raise DeliveryError(
-                f"agent-world refused the answer (HTTP {reply.status_code}: {error_text(reply)})",
-                permanent=reply.status_code != 429,
+                f"agent-world refused {what} (HTTP {reply.status_code}: {error_text(reply)})",
+                permanent=not (retry_429 and reply.status_code == 429),
             )
         try:
-            verdict = reply.json()
+            return reply.json()
         except (ValueError, RecursionError):
             raise DeliveryError("agent-world answered with something that is not JSON") from None
+
+    async def _verdict(self, rid: str, reply: httpx.Response, was_unclear: bool) -> dict[str, Any]:
+        verdict = self._checked(rid, reply, was_unclear, "the answer", retry_429=True)
         if not isinstance(verdict, dict) or not isinstance(verdict.get("accepted"), bool):
             raise DeliveryError("agent-world's reply has no `accepted` flag")
         return verdict
@@ -213,17 +222,4 @@ class AgentWorldSource(PolledEngineSource):
         reply = await self._post(rid, path, body, was_unclear)
         if reply.status_code == 404 and was_unclear:
             return  # the earlier attempt landed: the tool call is no longer open
-        if reply.status_code >= 500:
-            if not was_unclear:
-                self.ambiguous.discard(rid)
-            raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {error_text(reply)}")
-        if reply.status_code >= 400:
-            self.ambiguous.discard(rid)
-            raise DeliveryError(
-                f"agent-world refused the tool result (HTTP {reply.status_code}: {error_text(reply)})",
-                permanent=True,
-            )
-        try:
-            reply.json()
-        except (ValueError, RecursionError):
-            raise DeliveryError("agent-world answered with something that is not JSON") from None
+        self._checked(rid, reply, was_unclear, "the tool result", retry_429=False)

@@ -20,7 +20,7 @@ class DeltaConfig(BaseModel):
     resume_command: str | None = None
     resume_shell: bool = False
     resume_timeout: Duration = timedelta(minutes=5)
-    rescan_every: Duration = timedelta(seconds=60)
+    rescan_every: Duration = timedelta(seconds=120)  # a safety net: file events do the work
     settle_time: Duration = timedelta(seconds=2)
     watch: bool = True
     force_polling: bool = False
@@ -31,6 +31,10 @@ class DeltaConfig(BaseModel):
     def _roots_not_empty(cls, roots: list[str]) -> list[str]:
         if any(not r.strip() for r in roots):
             raise ValueError("a root cannot be empty (use '.' for the current directory)")
+        deep = next((r for r in roots if "**" in r), None)
+        if deep is not None:
+            raise ValueError(f"{deep!r}: '**' (any depth) is not supported, so the bridge never walks whole "
+                             "trees; name each level with '*', e.g. /srv/agents/*/workspaces/*")
         return roots
 
     @field_validator("resume_command")

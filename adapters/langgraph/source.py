@@ -91,6 +91,11 @@ class LangGraphSource:
         self._known: dict[str, set[str]] = {}  # thread id → interrupt ids we hold requests for
         self._seeded = False
 
+    @property
+    def problems(self) -> dict[str, str]:
+        """Why the last poll failed, while it keeps failing."""
+        return {"poll": self.last_error} if self.last_error else {}
+
     # -- polling ---------------------------------------------------------------------------
 
     async def run(self, sink: RequestSink) -> None:

@@ -30,7 +30,14 @@ from adapters.mastra.mapping import (
     waiting_task,
     workflow_resume_body,
 )
-from adapters.polling import NAME_PATTERN, PolledEngineConfig, PolledEngineSource, describe, error_text
+from adapters.polling import (
+    NAME_PATTERN,
+    EngineUnreadable,
+    PolledEngineConfig,
+    PolledEngineSource,
+    describe,
+    error_text,
+)
 from bridge.models import Request, RequestIn
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
@@ -47,10 +54,6 @@ class MastraConfig(PolledEngineConfig):
     inboxes: list[str] = Field(default_factory=list)
     page_size: int = Field(default=100, ge=1, le=1000)
     resume_key: str = Field(default="answer", min_length=1, max_length=100)
-
-
-class EngineUnreadable(Exception):
-    """The engine answered, but not with what the protocol says (garbage, wrong shape)."""
 
 
 class MastraSource(PolledEngineSource):
@@ -89,7 +92,7 @@ class MastraSource(PolledEngineSource):
                 request, ref = item.build()
             except ValueError as exc:  # pydantic's ValidationError included
                 log.warning("mastra source %s: cannot show %s: %s", self.name, item.external_id, exc)
-                self.unusable.add(item.external_id)
+                self.unusable[item.external_id] = str(exc)
                 continue
             await sink.submit(request, source=self.name, source_ref={**ref, "scope": scope})
             known.add(item.external_id)

@@ -43,7 +43,7 @@ from adapters.slack.directory import Directory
 from adapters.slack.interactions import THREAD_NS, Interactions
 from adapters.slack.payloads import payload_problem
 from adapters.slack.settings import SlackSettings
-from adapters.slack.targets import BadTarget, parse_target
+from adapters.slack.targets import BadTarget, SlackTarget, parse_target
 from adapters.slack.text import slack_date
 from bridge.models import Request, Responder, utcnow
 from bridge.ports import BridgeAPI, PostResult
@@ -224,25 +224,51 @@ class SlackChannel:
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
         # Each target queues on its channel's pacer before anything awaits, so requests
         # posted one after another reach one channel in that order.
-        return list(await asyncio.gather(*(self._post_one(request, t) for t in targets)))
+        copies = await asyncio.gather(*(self._post_target(request, t) for t in targets))
+        return [result for results in copies for result in results]
 
     async def _notes(self, request: Request) -> list[str]:
         """The timing notes (votes, escalations) an open request's copies show."""
         return await timing_notes(self.api, request) if request.is_open else []
 
-    async def _post_one(self, request: Request, target: str) -> PostResult:
+    async def _post_target(self, request: Request, target: str) -> list[PostResult]:
         try:
             where = parse_target(target)
         except BadTarget as exc:
-            return PostResult(target=target, ok=False, error=str(exc))
-        if where.kind == "usergroup":
-            return PostResult(target=target, ok=False, error=(
-                "a user group is not a place to post; name a channel (slack:#name) "
-                "or a person (slack:@U…)"))
+            return [PostResult(target=target, ok=False, error=str(exc))]
+        if where.kind != "usergroup":
+            return [await self._post_one(request, target, where, key=target)]
+        return await self._post_group(request, target, where.value)
+
+    async def _post_group(self, request: Request, target: str, handle: str) -> list[PostResult]:
+        """A user group cannot be posted to: each member gets the request as a DM (every
+        copy recorded under the group's target, so updates and reminders reach them all)."""
+        try:
+            members = sorted(await self.directory.group_members(handle))
+        except SlackCallFailed as exc:
+            return [PostResult(target=target, ok=False, error=f"cannot list the members of @{handle}: {exc}")]
+        if not members:
+            return [PostResult(target=target, ok=False, error=(
+                f"user group @{handle} does not exist or has no members (Slack cannot post to a group: "
+                "its members get DMs)"))]
+        limit = self.settings.group_dm_limit
+        if len(members) > limit:
+            return [PostResult(target=target, ok=False, error=(
+                f"user group @{handle} has {len(members)} members, more than slack.group_dm_limit ({limit}) "
+                "DMs: name a channel instead, or raise the limit"))]
+        results = await asyncio.gather(*(
+            self._post_one(request, target, SlackTarget("user", member), key=f"{target}>{member}")
+            for member in members))
+        return [r if r.ok else PostResult(target=target, ok=False, error=f"DM to {member}: {r.error}")
+                for member, r in zip(members, results, strict=True)]
+
+    async def _post_one(self, request: Request, target: str, where: SlackTarget, *, key: str) -> PostResult:
+        """One copy at `where`; `key` names the copy in the message metadata (a group
+        member's DM: `slack:@group>U…`) so a retry after a crash adopts it, never repeats it."""
         try:
             channel = where.value if where.kind == "channel" \
                 else await self.directory.dm_channel(where.value)
-            data = await self.pacer.run(channel, lambda: self._send(request, target, channel))
+            data = await self.pacer.run(channel, lambda: self._send(request, key, channel))
         except SlackCallFailed as exc:
             return PostResult(target=target, ok=False, error=str(exc))
         ref = {"channel": str(data["channel"]), "ts": str(data["ts"])}

@@ -307,3 +307,7 @@ class Interactions:
                                           {request.questions[0].id: event["text"]}, via="slack")
         except (BridgeError, InvalidAnswer) as exc:
             await self._tell(channel_id, responder.user_id, refusal_text(exc))
+        except Exception:  # Slack has had its ack: say so rather than let the reply vanish
+            log.exception("slack: recording a thread reply to %s failed", request.id)
+            await self._tell(channel_id, responder.user_id,
+                             ":warning: Your reply could not be recorded just now. Please reply again in a minute.")

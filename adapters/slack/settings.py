@@ -19,6 +19,7 @@ class SlackSettings(BaseModel):
     max_attempts: int = Field(default=6, ge=1, le=50)  # per post, 429s not counted
     backoff_s: float = Field(default=0.5, ge=0, le=60)  # first retry delay after 5xx/timeout
     usergroup_cache_s: float = Field(default=300.0, ge=0)
+    group_dm_limit: int = Field(default=50, ge=1, le=1000)  # most DMs a `slack:@group` target becomes
     max_body_bytes: int = Field(default=1_000_000, ge=10_000)
     ack_budget_s: float = Field(default=2.0, gt=0, le=2.5)  # Slack wants an ack within 3 s
 

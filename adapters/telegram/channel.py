@@ -12,6 +12,7 @@ import asyncio
 import hmac
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,7 +21,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from telegram import InlineKeyboardMarkup, Message, ReplyParameters, Update
-from telegram.constants import ParseMode
+from telegram.constants import ChatMemberStatus, ParseMode
 from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
@@ -45,6 +46,7 @@ T = TypeVar("T")
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
 MAX_UPDATE_BYTES = 1_000_000
+IN_GROUP = frozenset({ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.MEMBER})
 NOT_STARTED = ("undeliverable: Telegram user {id} has never pressed Start in the private chat with "
                "@{bot} (or blocked it); ask them to open https://t.me/{bot} and press Start")
 
@@ -108,6 +110,7 @@ class TelegramChannel:
         self._failed: dict[int, BaseException] = {}
         self._chat_locks: dict[int, asyncio.Lock] = {}
         self._posted: dict[str, Request] = {}  # requests as posted: their questions never change
+        self._members: dict[tuple[int, int], tuple[float, bool]] = {}  # (group, user) → (until, inside)
         self._update_locks: dict[str, asyncio.Lock] = {}
         self._redactor = install_log_redaction(settings.bot_token.get_secret_value())
         self.username = ""
@@ -128,6 +131,35 @@ class TelegramChannel:
 
     def http_routes(self) -> Sequence[BaseRoute]:
         return [Route("/telegram/webhook", self._webhook, methods=["POST"])]
+
+    async def is_member(self, entry: str, responder: Responder) -> bool:
+        """Called by the core for `telegram:` responders entries: a group chat id (negative)
+        lets everyone in that group answer, checked with getChatMember and cached for
+        `member_cache_s` (a refusal for at most 30 s, so someone just added gets in soon)."""
+        if responder.platform != "telegram":
+            return False
+        try:
+            chat_id, user_id = int(entry.removeprefix("telegram:")), int(responder.user_id)
+        except ValueError:
+            return False
+        if chat_id >= 0:
+            return chat_id == user_id
+        now = time.monotonic()
+        cached = self._members.get((chat_id, user_id))
+        if cached is not None and now < cached[0]:
+            return cached[1]
+        try:
+            member = await self.call("getChatMember", lambda: self.bot.get_chat_member(chat_id, user_id))
+            inside = member.status in IN_GROUP or (member.status == ChatMemberStatus.RESTRICTED
+                                                   and bool(getattr(member, "is_member", False)))
+        except BadRequest as exc:  # not in the group, or the bot is not (any more)
+            log.info("Telegram: getChatMember(%s, %s): %s", chat_id, user_id, exc.message)
+            inside = False
+        ttl = self.settings.member_cache_s if inside else min(self.settings.member_cache_s, 30.0)
+        if len(self._members) >= 10_000:
+            self._members.clear()
+        self._members[(chat_id, user_id)] = (now + ttl, inside)
+        return inside
 
     def now(self) -> datetime:
         return self.clock.now()

@@ -26,6 +26,7 @@ class TelegramSettings(BaseModel):
     per_chat_interval: float = Field(default=1.0, ge=0)
     poll_timeout: int = Field(default=25, ge=0, le=50)
     retries: int = Field(default=4, ge=0, le=10)  # network errors and 429s, per call
+    member_cache_s: float = Field(default=300.0, ge=0)  # group membership of responders (getChatMember)
 
     @field_validator("bot_token")
     @classmethod

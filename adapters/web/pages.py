@@ -23,7 +23,7 @@ from adapters.web.settings import NAME_PATTERN, WebConfig
 from bridge.errors import BridgeError
 from bridge.models import Request as BridgeRequest
 from bridge.models import Responder
-from bridge.ports import Clock
+from bridge.ports import Clock, source_problems
 from bridge.service import BridgeService
 from bridge.timing_view import timing_notes
 
@@ -156,7 +156,9 @@ class Inbox:
         settings = request.app.state.settings
         routes = [r.name for r in settings.routes if r.name] + [settings.default_route.name or "default"]
         query = {k: v for k, v in filters.items() if v and k != "offset"}
+        problems = {name: source_problems(source) for name, source in service.sources.items()}
         return {"filters": filters, "sources": sorted(service.sources), "routes": routes,
+                "source_problems": {name: found for name, found in sorted(problems.items()) if found},
                 "views": list(views.STATE_VIEWS), "live_url": "/inbox/live?" + urlencode(query),
                 "query": query, "page_size": self.config.page_size}
 

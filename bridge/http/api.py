@@ -12,11 +12,13 @@ from bridge.errors import BridgeError
 from bridge.http.auth import require_api_token
 from bridge.http.views import event_view, outbox_view, post_view, request_view
 from bridge.models import RequestState, Responder
+from bridge.ports import source_problems
 from bridge.service import BridgeService
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["requests"])
 
 MAX_WAIT_S = 120.0
+MAX_PROBLEMS_SHOWN = 100
 
 
 class AnswerBody(BaseModel):
@@ -40,6 +42,19 @@ def service_of(request: Request) -> BridgeService:
 
 def error_response(exc: BridgeError) -> JSONResponse:
     return JSONResponse(status_code=exc.status, content={"detail": str(exc)})
+
+
+@router.get("/sources", tags=["ops"])
+async def list_sources(request: Request) -> dict[str, Any]:
+    """Each source and what keeps it from showing some of its engine's requests right now
+    (a Delta mailbox that cannot be read, an engine that does not answer...)."""
+    out = []
+    for name, source in service_of(request).sources.items():
+        problems = source_problems(source)
+        shown = sorted(problems.items())[:MAX_PROBLEMS_SHOWN]
+        out.append({"name": name, "problem_count": len(problems),
+                    "problems": [{"where": where, "reason": reason} for where, reason in shown]})
+    return {"sources": out}
 
 
 @router.get("/requests")

@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from bridge.models import RequestState
+from bridge.ports import source_problems
 from bridge.service import BridgeService
 
 
@@ -22,6 +23,9 @@ class Metrics:
                                  registry=self.registry)
         self.outbox_failing = Gauge("hitl_outbox_failing", "Write-backs that failed at least once",
                                     ["source"], registry=self.registry)
+        self.source_problems = Gauge("hitl_source_problems",
+                                     "Engine requests a source cannot show right now (GET /v1/sources says why)",
+                                     ["source"], registry=self.registry)
         self.extra: list[Any] = []  # callables (registry) -> None for adapter metrics
 
     async def render(self) -> tuple[bytes, str]:
@@ -40,6 +44,8 @@ class Metrics:
         self.outbox_failing.clear()
         for source, n in failing.items():
             self.outbox_failing.labels(source=source).set(n)
+        for name, engine_source in self.service.sources.items():
+            self.source_problems.labels(source=name).set(len(source_problems(engine_source)))
         for hook in self.extra:
             hook(self.registry)
         return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from bridge.models import Answer, Event, Post, Request, RequestState
 
@@ -35,8 +36,19 @@ class Vote:
     at: datetime
 
 
+def claim_holds(request: Request, expect: Mapping[str, Any] | None) -> bool:
+    """An `update_request(expect=...)` claim: the request is still open and every named
+    field still has the value the caller read."""
+    if expect is None:
+        return True
+    return request.is_open and all(getattr(request, key) == value for key, value in expect.items())
+
+
 class Store(abc.ABC):
     """Everything the bridge remembers. Every method is atomic on its own."""
+
+    #: several processes (replicas) act on the same data: timers are re-read periodically
+    shared: ClassVar[bool] = False
 
     @abc.abstractmethod
     async def open(self) -> None:
@@ -91,8 +103,13 @@ class Store(abc.ABC):
         `event`, and when `enqueue` is set add an outbox entry for that outcome."""
 
     @abc.abstractmethod
-    async def update_request(self, request_id: str, *, now: datetime, **fields: Any) -> Request | None:
-        """Set plain fields (targets, escalation_level, next_reminder_at, answer...)."""
+    async def update_request(self, request_id: str, *, now: datetime, expect: Mapping[str, Any] | None = None,
+                             **fields: Any) -> Request | None:
+        """Set plain fields (targets, escalation_level, next_reminder_at, answer...).
+
+        With `expect` this is a claim (see `claim_holds`): applied only while the request is
+        open and each named field still has the given value, else None. Timers use it so
+        that a reminder or an escalation step is taken once, whichever replica fires it."""
 
     # audit ----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -169,3 +186,8 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def list_timed(self) -> list[Request]:
         """Open requests with a deadline, a reminder or an escalation due (for the scheduler)."""
+
+    @abc.abstractmethod
+    async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
+        """(id, earliest timer instant) of open requests with a timer at or before `before`
+        (replicas re-read these to pick up requests another replica took in)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 
 from bridge.models import Answer, Event, Post, Request, RequestState
-from bridge.store.base import OutboxItem, Store, StoreError, Vote
+from bridge.store.base import OutboxItem, Store, StoreError, Vote, claim_holds
 from bridge.store.pg_rows import (
     POST_INSERT,
     UPDATE_REQUEST,
@@ -41,6 +41,8 @@ _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_err
 
 class PostgresStore(Store):
     """Store on PostgreSQL. `url`: postgresql://user[:password]@host[:port]/db[?search_path=…]."""
+
+    shared = True  # replicas share it
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
         self.url = url
@@ -206,10 +208,11 @@ class PostgresStore(Store):
             )
             return request
 
-    async def update_request(self, request_id: str, *, now: datetime, **fields: Any) -> Request | None:
+    async def update_request(self, request_id: str, *, now: datetime, expect: Mapping[str, Any] | None = None,
+                             **fields: Any) -> Request | None:
         async with self._txn() as conn:
             request = await _locked(conn, request_id)
-            if request is None:
+            if request is None or not claim_holds(request, expect):
                 return None
             for key, value in fields.items():
                 setattr(request, key, value)
@@ -387,6 +390,16 @@ class PostgresStore(Store):
                 "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
             )
         return [load_body(r[0]) for r in rows]
+
+    async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT id, LEAST(deadline, next_reminder_at, next_escalation_at) AS at FROM requests "
+                "WHERE state IN ('pending','posted') AND (deadline IS NOT NULL OR next_reminder_at IS NOT NULL "
+                "OR next_escalation_at IS NOT NULL) AND LEAST(deadline, next_reminder_at, next_escalation_at) <= $1",
+                before,
+            )
+        return [(decode_text(r[0]), r[1]) for r in rows]
 
 
 async def _locked(conn: asyncpg.Connection, request_id: str) -> Request | None:

@@ -13,7 +13,7 @@ import json
 import logging
 import sqlite3
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from importlib import resources
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from bridge.models import Answer, Event, Post, Request, RequestState
-from bridge.store.base import OutboxItem, Store, StoreError, Vote
+from bridge.store.base import OutboxItem, Store, StoreError, Vote, claim_holds
 from bridge.store.codec import SCHEMA_VERSION, load_request, parse_ts, request_columns, ts
 
 T = TypeVar("T")
@@ -64,12 +64,19 @@ class SQLiteStore(Store):
             raise
 
     async def _checkpoint_loop(self, conn: aiosqlite.Connection) -> None:
+        wal = Path(f"{self.path}-wal")
+        done_at: tuple[int, int] | None = None  # the WAL's (mtime, size) after the last checkpoint
         while True:
             await asyncio.sleep(CHECKPOINT_EVERY_S)
+            now = _file_stamp(wal)
+            if now is None or now == done_at:
+                continue  # nothing written since: an idle daemon does no checkpoint work
             try:
                 await conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             except sqlite3.Error as exc:  # busy or I/O trouble: the next round tries again
                 logging.getLogger("hitl_bridge.store").warning("WAL checkpoint failed: %s", exc)
+                continue
+            done_at = _file_stamp(wal)
 
     async def close(self) -> None:
         if self._checkpoints is not None:
@@ -252,12 +259,15 @@ class SQLiteStore(Store):
 
         return await self._run(txn)
 
-    async def update_request(self, request_id: str, *, now: datetime, **fields: Any) -> Request | None:
+    async def update_request(self, request_id: str, *, now: datetime, expect: Mapping[str, Any] | None = None,
+                             **fields: Any) -> Request | None:
         def txn(conn: sqlite3.Connection) -> Request | None:
             row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
             if not row:
                 return None
             request = load_request(row[0])
+            if not claim_holds(request, expect):
+                return None
             for key, value in fields.items():
                 setattr(request, key, value)
             request.updated_at = now
@@ -446,6 +456,25 @@ class SQLiteStore(Store):
             "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
         )
         return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql)])
+
+    async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
+        never = "9999"  # sorts after every stored instant (fixed-width UTC text)
+        sql = (
+            "SELECT id, at FROM (SELECT id, min(coalesce(deadline, :never), coalesce(next_reminder_at, :never), "
+            "coalesce(next_escalation_at, :never)) AS at FROM requests WHERE state IN ('pending','posted') "
+            "AND (deadline IS NOT NULL OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)) "
+            "WHERE at <= :before"
+        )
+        args = {"never": never, "before": ts(before)}
+        return await self._read(lambda c: [(r[0], datetime.fromisoformat(r[1])) for r in c.execute(sql, args)])
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _settle(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:

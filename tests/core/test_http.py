@@ -157,6 +157,9 @@ async def test_bearer_tokens_guard_v1(tmp_path: Path) -> None:
         ok = await client.post("/v1/requests", json=CONFIRM, headers={"Authorization": f"Bearer {token}"})
         assert ok.status_code == 201
         assert (await client.get("/healthz")).status_code == 200  # probes stay open
+        assert (await client.get("/v1/sources")).status_code == 401  # paths on the disk stay private
+        sources = await client.get("/v1/sources", headers={"Authorization": f"Bearer {token}"})
+        assert sources.json() == {"sources": [{"name": "webhook", "problem_count": 0, "problems": []}]}
 
 
 async def test_answer_validation_errors_are_422_naming_the_question(tmp_path: Path) -> None:

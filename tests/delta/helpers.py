@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 ENGINE = str(Path(__file__).resolve().parents[1] / "fakes" / "delta_engine.py")
-FIXTURES = Path("/work/shared/fixtures/delta")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "delta"  # copied from the real engine
 VERSIONS = ("1.2", "1.3.0", "1.4", "1.10.1")
 RESUMABLE_VERSIONS = ("1.2", "1.4", "1.10.1")
 

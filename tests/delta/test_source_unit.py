@@ -55,6 +55,7 @@ async def test_store_outage_is_retried_not_lost(tmp_path: Path) -> None:
     [
         ({"roots": []}, "sources[0].roots", "at least 1"),
         ({"roots": ["  "]}, "sources[0].roots", "cannot be empty"),
+        ({"roots": ["/srv/**/workspace"]}, "sources[0].roots", "'**' (any depth) is not supported"),
         ({"resume_command": "delta 'unbalanced"}, "sources[0].resume_command", "cannot be split"),
         ({"rescan_every": "soon"}, "sources[0].rescan_every", "duration"),
         ({"root": ["/srv"]}, "sources[0].root", "unknown key"),

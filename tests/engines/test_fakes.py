@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 
 from tests.engines.fake_agentworld import FakeAgentWorld, select_prompt
 from tests.engines.fake_mastra import FakeMastra
 from tests.engines.fake_teal import FakeTeal, tool_call
-
-
-@pytest.fixture
-async def teal() -> AsyncIterator[FakeTeal]:
-    fake = FakeTeal()
-    await fake.server.start()
-    yield fake
-    await fake.server.stop()
 
 
 async def test_teal_pause_resume_and_500_for_every_error(teal: FakeTeal) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from adapters.mastra.source import MastraSource
 from bridge.daemon import Daemon
 from tests.engines.conftest import answer, engine_config, get_request, metrics, open_requests, state_of
@@ -169,6 +171,10 @@ async def test_garbage_runs_are_skipped_not_fatal(tmp_path: Path, mastra: FakeMa
         await wait_for(lambda: getattr(src, "polls", 0) >= 2)
         # the unknown workflow is reported, the others still work
         assert "HTTP 404" in src.errors["wf:missing"] and set(src.errors) == {"wf:missing"}
+        async with httpx.AsyncClient(base_url=bridge.base_url) as http:  # and shown to operators
+            shown = (await http.get("/v1/sources")).json()["sources"]
+        assert [(s["name"], s["problem_count"]) for s in shown] == [(src.name, 1)]
+        assert shown[0]["problems"][0]["where"] == "wf:missing" and "HTTP 404" in shown[0]["problems"][0]["reason"]
 
 
 async def test_run_resumed_elsewhere_while_the_bridge_was_down_is_withdrawn(tmp_path: Path, mastra: FakeMastra) -> None:

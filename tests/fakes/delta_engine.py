@@ -15,7 +15,7 @@ question (101 again) or finishes (exit 0, `HARNESS_DONE {"answers": [...]}` on s
 Without `response.txt` it exits 101 but leaves the status RUNNING. Exit 1 on failure
 (missing `-m`, `"fail"` in the script, v1.3.0 asked to resume), 130 on SIGINT.
 Answers are appended to `answers.txt` (`ANSWER n: value`) when `record` is true.
-File names, JSON shapes and layouts follow /work/shared/fixtures/delta.
+File names, JSON shapes and layouts follow tests/fixtures/delta (real files of the real engine).
 """
 
 from __future__ import annotations

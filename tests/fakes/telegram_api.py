@@ -114,11 +114,22 @@ class Chat:
     type: str  # private | group | supergroup
     title: str = ""
     started: bool = False  # private chats: the person pressed Start
+    members: dict[int, str] = field(default_factory=dict)  # groups: user id → status (member, left…)
 
     def as_json(self) -> dict[str, Any]:
         if self.type == "private":
             return {"id": self.id, "type": "private", "first_name": f"user{self.id}"}
         return {"id": self.id, "type": self.type, "title": self.title}
+
+
+ADMIN_RIGHTS = ("can_manage_chat", "can_delete_messages", "can_manage_video_chats", "can_restrict_members",
+                "can_promote_members", "can_change_info", "can_invite_users", "can_post_stories",
+                "can_edit_stories", "can_delete_stories")
+RESTRICTED_RIGHTS = ("can_change_info", "can_invite_users", "can_pin_messages", "can_send_messages",
+                     "can_send_polls", "can_send_other_messages", "can_add_web_page_previews",
+                     "can_manage_topics", "can_send_audios", "can_send_documents", "can_send_photos",
+                     "can_send_videos", "can_send_video_notes", "can_send_voice_notes", "can_edit_tag",
+                     "can_react_to_messages")
 
 
 class ApiError(Exception):
@@ -194,8 +205,11 @@ class FakeTelegram:
             await self._runner.cleanup()
 
     # setup and fault injection ------------------------------------------------------
-    def add_group(self, chat_id: int, title: str = "team", kind: str = "group") -> Chat:
-        chat = Chat(chat_id, kind, title)
+    def add_group(self, chat_id: int, title: str = "team", kind: str = "group",
+                  members: dict[int, str] | None = None) -> Chat:
+        """A group the bot is in; `members`: user id → status (creator, administrator,
+        member, restricted, left, kicked) for getChatMember."""
+        chat = Chat(chat_id, kind, title, members=dict(members or {}))
         self.chats[chat_id] = chat
         return chat
 
@@ -495,6 +509,26 @@ class FakeTelegram:
         if chat is None:
             raise ApiError(400, "Bad Request: chat not found")
         return {**chat.as_json(), "accent_color_id": 0, "max_reaction_count": 11}
+
+    def _m_getChatMember(self, params: dict[str, Any]) -> dict[str, Any]:
+        chat = self.chats.get(_int(params.get("chat_id")))
+        if chat is None:
+            raise ApiError(400, "Bad Request: chat not found")
+        user_id = _int(params.get("user_id"))
+        status = chat.members.get(user_id)
+        if status is None:
+            raise ApiError(400, "Bad Request: user not found")  # what Telegram says for a stranger
+        user = {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"}
+        member: dict[str, Any] = {"status": status, "user": user}
+        if status == "creator":
+            member["is_anonymous"] = False
+        elif status == "administrator":
+            member.update(dict.fromkeys(ADMIN_RIGHTS, False), can_be_edited=False, is_anonymous=False)
+        elif status == "restricted":
+            member.update(dict.fromkeys(RESTRICTED_RIGHTS, False), is_member=True, until_date=0)
+        elif status == "kicked":
+            member["until_date"] = 0
+        return member
 
     # used by Person -------------------------------------------------------------------------
     def _store_user_message(self, message: dict[str, Any]) -> None:

@@ -302,6 +302,8 @@ async def test_engine_down_or_garbage_while_polling(
                 assert await requests_of(daemon, thread_id) == []
                 async with httpx.AsyncClient(base_url=daemon.base_url) as http:
                     assert (await http.get("/healthz")).status_code == 200
+                    shown = (await http.get("/v1/sources")).json()["sources"][0]["problems"]
+                    assert shown[0]["where"] == "poll" and expected in shown[0]["reason"]
             proxy.mode = "ok"  # the engine comes back: the next poll finds the interrupt
             await open_request(daemon, thread_id)
             assert source.last_error is None

@@ -206,6 +206,40 @@ async def test_list_timed_returns_open_requests_with_a_timer(store: Store) -> No
     assert {r.id for r in await store.list_timed()} == {reminder.id, escalation.id}
 
 
+async def test_timers_due_gives_each_open_requests_earliest_instant_up_to_a_bound(store: Store) -> None:
+    both = make_request(deadline=at(3600), next_reminder_at=at(600), state=RequestState.posted)
+    later = make_request(next_escalation_at=at(900))
+    exact = make_request(deadline=at(700))
+    closed = make_request(next_reminder_at=at(60), state=RequestState.answered)
+    for r in (both, later, exact, closed, make_request()):
+        await store.create_request(r)
+    assert sorted(await store.timers_due(at(700))) == sorted([(both.id, at(600)), (exact.id, at(700))])
+    assert {rid for rid, _ in await store.timers_due(at(10_000))} == {both.id, later.id, exact.id}
+    assert await store.timers_due(at(599)) == []
+
+
+async def test_a_claim_applies_once_across_replicas(backend: Backend, store: Store) -> None:
+    request = make_request(next_reminder_at=at(600), state=RequestState.posted)
+    await store.create_request(request)
+    replica = await backend.open_store()
+    try:
+        results = await asyncio.gather(*(
+            (replica if n % 2 else store).update_request(
+                request.id, now=at(600), expect={"next_reminder_at": at(600), "reminders_sent": 0},
+                next_reminder_at=at(1200), reminders_sent=1)
+            for n in range(10)
+        ))
+    finally:
+        await replica.close()
+    assert sum(r is not None for r in results) == 1
+    stored = await store.get_request(request.id)
+    assert stored is not None and stored.reminders_sent == 1 and stored.next_reminder_at == at(1200)
+    # a closed request is never claimed, even when the fields still match
+    await store.transition(request.id, OPEN, RequestState.cancelled, now=at(700))
+    assert await store.update_request(request.id, now=at(800), expect={"reminders_sent": 1},
+                                      reminders_sent=2) is None
+
+
 async def test_record_posts_moves_pending_to_posted_once(store: Store) -> None:
     request = make_request()
     await store.create_request(request)

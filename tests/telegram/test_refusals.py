@@ -67,6 +67,40 @@ async def test_stranger_is_refused_and_recorded(tmp_path: Path, fake: FakeTelegr
         assert request.answer is not None and request.answer.responder.user_id == "42"
 
 
+async def test_a_group_as_responders_lets_its_members_answer(tmp_path: Path, fake: FakeTelegram) -> None:
+    fake.add_group(-1001, "ops")
+    fake.add_group(-1009, "managers", kind="supergroup",
+                   members={42: "member", 44: "administrator", 45: "left", 46: "kicked", 47: "restricted"})
+    people = {uid: fake.person(uid, name) for uid, name in
+              [(42, "Ann"), (43, "Bob"), (44, "Cid"), (45, "Dee"), (46, "Eve"), (47, "Flo")]}
+    async with telegram_bridge(tmp_path, fake, notify=["telegram:-1001"], responders=["telegram:-1009"]) as daemon:
+        rid = await submit(daemon, CONFIRM)
+        message = await posted_message(fake, -1001, "Deploy")
+        for uid in (43, 45, 46):  # a stranger, someone who left, someone banned
+            answer = await alert_for(fake, await people[uid].press(message, "Approve"))
+            assert "not allowed" in answer["text"], uid
+        refused = [e.actor for e in await daemon.store.list_events(rid) if e.kind == "refused"]
+        assert refused == ["telegram:43", "telegram:45", "telegram:46"]
+        assert (await daemon.store.get_request(rid)).is_open  # type: ignore[union-attr]
+        await people[47].press(message, "Approve")  # restricted, but still in the group
+        request = await closed(daemon, rid)
+        assert request.answer is not None and request.answer.responder.user_id == "47"
+        checks = len(fake.calls_of("getChatMember"))
+        rid = await submit(daemon, {**CONFIRM, "title": "Deploy again"})
+        message = await posted_message(fake, -1001, "Deploy again")
+        answer = await alert_for(fake, await people[43].press(message, "Approve"))
+        assert "not allowed" in answer["text"]
+        await people[47].press(message, "Approve")  # the answer for 47 is cached
+        await closed(daemon, rid)
+        assert len(fake.calls_of("getChatMember")) == checks
+        # the bot was removed from the group: nobody there is taken for a member
+        del fake.chats[-1009]
+        rid = await submit(daemon, {**CONFIRM, "title": "Deploy once more"})
+        message = await posted_message(fake, -1001, "Deploy once more")
+        answer = await alert_for(fake, await people[44].press(message, "Approve"))
+        assert "not allowed" in answer["text"]
+
+
 async def test_second_click_and_closed_requests(tmp_path: Path, fake: FakeTelegram) -> None:
     fake.add_group(-1001, "ops")
     ann, bob = fake.person(42, "Ann"), fake.person(43, "Bob")
