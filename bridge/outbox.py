@@ -33,7 +33,7 @@ class Outbox:
         self.settings = settings
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(settings.concurrency)
-        self._inflight: set[asyncio.Task[Any]] = set()
+        self._inflight: dict[asyncio.Task[Any], OutboxItem] = {}
         self.delivered = 0
         self.retried = 0
         self.dead = 0
@@ -54,12 +54,14 @@ class Outbox:
                 for item in items:
                     await self._slots.acquire()
                     task = asyncio.create_task(self._deliver_guarded(item))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._inflight.discard)
+                    self._inflight[task] = item
+                    task.add_done_callback(self._forget)
                 if items:
                     continue
                 next_due = await self.store.next_outbox_due()
-                wait = 1.0  # safety net: entries added by another process (CLI, replica)
+                # safety net for entries added by another process: replicas sharing the
+                # store (checked every second), or the CLI while this daemon was not answering
+                wait = 1.0 if self.store.shared else 5.0
                 if next_due is not None:
                     wait = max(0.0, min(wait, (next_due - self.clock.now()).total_seconds()))
                 try:
@@ -70,8 +72,28 @@ class Outbox:
                 except TimeoutError:
                     pass
         finally:
-            for task in list(self._inflight):
-                task.cancel()
+            await self._release_inflight()
+
+    def _forget(self, task: asyncio.Task[Any]) -> None:
+        self._inflight.pop(task, None)
+
+    async def _release_inflight(self) -> None:
+        """On stop, hand back the claims of deliveries cut short: otherwise the entry stays
+        leased for `delivery.timeout` + 30 s and the next start (or a replica) waits that long."""
+        cut_short = dict(self._inflight)
+        for task in cut_short:
+            task.cancel()
+        await asyncio.gather(*cut_short, return_exceptions=True)
+        now = self.clock.now()
+        for task, item in cut_short.items():
+            if not task.cancelled():
+                continue  # it finished on its own and recorded its result
+            try:
+                await self.store.outbox_retry(item.id, attempts=item.attempts, due_at=now,
+                                              error=item.last_error or "interrupted by shutdown")
+            except Exception:
+                log.warning("could not release outbox entry %s; it is retried when its lease ends",
+                            item.id)
 
     async def _deliver_guarded(self, item: OutboxItem) -> None:
         try:

@@ -94,7 +94,8 @@ class Received:
 
 @dataclass
 class CallbackReceiver:
-    """A real HTTP server on 127.0.0.1 that records callbacks; can answer 503 while 'down'."""
+    """A real HTTP server on 127.0.0.1 that records callbacks; can answer 503 while 'down',
+    or hold calls unanswered (`hold`) to catch the bridge with a delivery in flight."""
 
     received: list[Received] = field(default_factory=list)
     down: bool = False
@@ -102,9 +103,15 @@ class CallbackReceiver:
     url: str = ""
     event: asyncio.Event = field(default_factory=asyncio.Event)
     refused: int = 0
+    hold: asyncio.Event | None = None  # while set here, calls wait for it, then get a 503
+    held: int = 0
 
     async def handle(self, request: Request) -> Response:
         body = await request.body()
+        if self.hold is not None:
+            self.held += 1
+            await self.hold.wait()
+            return JSONResponse({"error": "too late"}, status_code=503)
         if self.down:
             self.refused += 1
             return JSONResponse({"error": "down"}, status_code=503)

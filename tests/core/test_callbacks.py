@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -108,6 +109,26 @@ async def test_pending_outbox_survives_restart(tmp_path: Path) -> None:
             events = (await client.get(f"/v1/requests/{rid}/events")).json()["events"]
         assert len(rx.received) == 1
         assert [e["kind"] for e in events].count("delivered") == 1
+
+
+async def test_delivery_cut_short_by_a_stop_is_retried_at_once_on_start(tmp_path: Path) -> None:
+    """A stop while a callback is in flight hands the claim back: the next start retries at
+    once instead of waiting out the lease (delivery.timeout + 30 s)."""
+    async with callback_receiver() as rx:
+        rx.hold = asyncio.Event()
+        try:
+            async with running_bridge(tmp_path, FAST_RETRY) as bridge, \
+                    httpx.AsyncClient(base_url=bridge.base_url) as client:
+                rid = (await client.post("/v1/requests", json=body(rx.url))).json()["id"]
+                await client.post(f"/v1/requests/{rid}/answer", json={"value": "yes"})
+                await wait_for(lambda: rx.held >= 1)
+        finally:
+            rx.hold.set()
+        rx.hold = None
+        async with running_bridge(tmp_path, FAST_RETRY) as bridge, \
+                httpx.AsyncClient(base_url=bridge.base_url) as client:
+            await wait_for(_state_is(client, rid, "delivered"), timeout=10)
+    assert len(rx.received) == 1
 
 
 async def test_gives_up_after_horizon_and_marks_failed(tmp_path: Path) -> None:
