@@ -38,6 +38,9 @@ def parse_duration(value: object) -> timedelta:
 
 
 def format_duration(delta: timedelta) -> str:
+    """`1h30m`, `10m`, `45s`; under a second, `200ms`."""
+    if timedelta(0) < delta < timedelta(seconds=1):
+        return f"{round(delta.total_seconds() * 1000)}ms"
     seconds = int(delta.total_seconds())
     out = ""
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):

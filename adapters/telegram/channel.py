@@ -106,6 +106,7 @@ class TelegramChannel:
         self.interactions.register(self.app)
         self._bridge: BridgeAPI | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._reasons: asyncio.Task[None] | None = None
         self._serial = asyncio.Lock()  # one update at a time, like polling, in webhook mode too
         self._failed: dict[int, BaseException] = {}
         self._chat_locks: dict[int, asyncio.Lock] = {}
@@ -182,17 +183,31 @@ class TelegramChannel:
             await with_retries(self.bot.delete_webhook, attempts=self.settings.retries, what="deleteWebhook")
             self._poller = asyncio.create_task(self._poll(), name="telegram-polling")
             log.info("Telegram: @%s receives updates by long polling", self.username)
+        if self.settings.reason_wait is not None:
+            every = min(30.0, max(0.05, self.settings.reason_wait.total_seconds() / 4))
+            self._reasons = asyncio.create_task(self._sweep_reasons(every), name="telegram-reasons")
 
     async def stop(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
-            self._poller = None
+        for task in (self._poller, self._reasons):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._poller = self._reasons = None
         try:
             await self.app.shutdown()
         except Exception:  # shutting down must not fail the daemon's stop
             log.exception("Telegram: shutdown failed")
         remove_log_redaction(self._redactor)
+
+    async def _sweep_reasons(self, every: float) -> None:
+        """Record the Rejects whose reason is overdue (`reason_wait`); survives restarts
+        because the pending Rejects are in the store."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.interactions.reject_unexplained()
+            except Exception:
+                log.exception("Telegram: recording overdue rejections failed")
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
         results = []

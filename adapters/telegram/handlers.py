@@ -19,7 +19,8 @@ from telegram.ext import Application, CallbackQueryHandler, CommandHandler, Cont
 from adapters.telegram import keyboards as kb
 from adapters.telegram.render import esc
 from adapters.telegram.sessions import Sessions, mention
-from adapters.telegram.state import Prompt, TokenRecord
+from adapters.telegram.state import PendingReason, Prompt, TokenRecord
+from bridge.durations import format_duration
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed
 from bridge.models import QuestionKind, Request, Responder
 
@@ -153,8 +154,11 @@ class Interactions:
         message = query.message
         assert message is not None
         user = query.from_user
+        wait = self.channel.settings.reason_wait
         text = (f"{mention(user)}, why reject <b>{esc(request.title)}</b>? Reply to this message with a "
                 "reason, or press ❌ Reject again to reject without one.")
+        if wait is not None:
+            text += f" With no reply within {format_duration(wait)}, it is rejected without one."
         try:
             prompt = await self.channel.send(message.chat.id, text, kb.force_reply("Reason for rejecting"),
                                              reply_to=message.message_id)
@@ -166,9 +170,32 @@ class Interactions:
         token = record_token(query)
         await self.state.put_prompt(message.chat.id, prompt.message_id,
                                     Prompt(request.id, question_id, "reason", user_id=user.id, token=token), now)
-        await self.state.put_reason(token, user.id, prompt.message_id, now)
+        responder = responder_of(user)
+        await self.state.put_reason(token, PendingReason(
+            message_id=prompt.message_id, chat_id=message.chat.id, request_id=request.id,
+            question_id=question_id, user_id=user.id, name=responder.name,
+            due=(now + wait).isoformat() if wait is not None else ""), now)
         await self.state.add_extra(request.id, message.chat.id, prompt.message_id, now)
         await self.answer(query, "Reply with a reason, or press Reject again.")
+
+    async def reject_unexplained(self) -> int:
+        """Rejects whose reason did not come within `reason_wait` are recorded without one:
+        the person said no, and the run should not wait for the deadline to learn it."""
+        now = self.channel.now()
+        recorded = 0
+        for token, pending in await self.state.due_reasons(now):
+            if not await self.state.drop_reason(token, pending.user_id):
+                continue  # a reply, a second Reject or another replica got there first
+            request = await self.channel.bridge.get(pending.request_id)
+            if request is None or not request.is_open:
+                continue
+            responder = Responder(platform="telegram", user_id=str(pending.user_id), name=pending.name)
+            text = await self.record(None, request, responder, {pending.question_id: "no"})
+            if text.startswith(("✅", "Vote")):
+                recorded += 1
+                text = f"No reason came in time: {esc(request.title)} is rejected without one."
+            await self.say(pending.chat_id, text)
+        return recorded
 
     async def record(self, query: CallbackQuery | None, request: Request, responder: Responder,
                      values: dict[str, Any], reason: str | None = None) -> str:

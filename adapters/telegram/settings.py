@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from bridge.config import Duration
 
 _TOKEN = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
 _WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -27,6 +30,8 @@ class TelegramSettings(BaseModel):
     poll_timeout: int = Field(default=25, ge=0, le=50)
     retries: int = Field(default=4, ge=0, le=10)  # network errors and 429s, per call
     member_cache_s: float = Field(default=300.0, ge=0)  # group membership of responders (getChatMember)
+    # a Reject whose reason is not typed within this is recorded without one (null: never)
+    reason_wait: Duration | None = timedelta(minutes=10)
 
     @field_validator("bot_token")
     @classmethod

@@ -50,6 +50,24 @@ class Prompt:
 
 
 @dataclass
+class PendingReason:
+    """A ❌ Reject waiting for its typed reason. `due` (ISO instant, "" for never): when it
+    is recorded without one. Every field has a default: entries written before are readable."""
+
+    message_id: int = 0  # the bot's "why reject?" prompt
+    chat_id: int = 0
+    request_id: str = ""
+    question_id: str = ""
+    user_id: int = 0
+    name: str = ""
+    due: str = ""
+
+    @classmethod
+    def load(cls, data: dict[str, Any]) -> PendingReason:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
 class Session:
     """A person answering a request step by step in one chat (forms, several questions).
 
@@ -130,15 +148,25 @@ class ChannelState:
         await self.store.kv_delete(SESSIONS, f"{chat_id}:{user_id}")
 
     # a Reject waiting for its reason: (token, user) → the prompt message ----------------
-    async def put_reason(self, token: str, user_id: int, message_id: int, now: datetime) -> None:
-        await self._put(REASONS, f"{token}:{user_id}", {"message_id": message_id}, now)
+    async def put_reason(self, token: str, pending: PendingReason, now: datetime) -> None:
+        await self._put(REASONS, f"{token}:{pending.user_id}", asdict(pending), now)
 
-    async def reason(self, token: str, user_id: int, now: datetime) -> int | None:
+    async def reason(self, token: str, user_id: int, now: datetime) -> PendingReason | None:
         data = await self.store.kv_get(REASONS, f"{token}:{user_id}", now)
-        return int(data["message_id"]) if data else None
+        return PendingReason.load(data) if data else None
 
-    async def drop_reason(self, token: str, user_id: int) -> None:
-        await self.store.kv_delete(REASONS, f"{token}:{user_id}")
+    async def drop_reason(self, token: str, user_id: int) -> bool:
+        """Forget it; True only for the one caller that did (replicas race for it)."""
+        return await self.store.kv_delete(REASONS, f"{token}:{user_id}")
+
+    async def due_reasons(self, now: datetime) -> list[tuple[str, PendingReason]]:
+        """Pending Rejects whose wait for a reason is over: (token, pending)."""
+        due = []
+        for key, data in await self.store.kv_items(REASONS, now):
+            pending = PendingReason.load(data)
+            if pending.due and datetime.fromisoformat(pending.due) <= now:
+                due.append((key.rsplit(":", 1)[0], pending))
+        return due
 
     # multi-choice selections on a request message --------------------------------------
     async def selection(self, chat_id: int, message_id: int, now: datetime) -> set[int]:

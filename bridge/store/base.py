@@ -180,7 +180,12 @@ class Store(abc.ABC):
     async def kv_get(self, namespace: str, key: str, now: datetime | None = None) -> dict[str, Any] | None: ...
 
     @abc.abstractmethod
-    async def kv_delete(self, namespace: str, key: str) -> None: ...
+    async def kv_delete(self, namespace: str, key: str) -> bool:
+        """Remove the entry; True only for the caller that removed it (a claim among replicas)."""
+
+    @abc.abstractmethod
+    async def kv_items(self, namespace: str, now: datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """Every entry of a namespace (not expired at `now`), by key. For small namespaces."""
 
     # timers -----------------------------------------------------------------------------
     @abc.abstractmethod

@@ -378,9 +378,19 @@ class PostgresStore(Store):
         value: dict[str, Any] = json.loads(decode_text(row[0]))
         return value
 
-    async def kv_delete(self, namespace: str, key: str) -> None:
+    async def kv_delete(self, namespace: str, key: str) -> bool:
         async with self._conn() as conn:
-            await conn.execute("DELETE FROM kv WHERE namespace=$1 AND key=$2", encode_text(namespace), encode_text(key))
+            status = await conn.execute("DELETE FROM kv WHERE namespace=$1 AND key=$2",
+                                        encode_text(namespace), encode_text(key))
+        return bool(status != "DELETE 0")
+
+    async def kv_items(self, namespace: str, now: datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT key, value FROM kv WHERE namespace=$1 AND (expires_at IS NULL OR $2::timestamptz IS NULL "
+                "OR expires_at>=$2) ORDER BY key", encode_text(namespace), now,
+            )
+        return [(decode_text(r[0]), json.loads(decode_text(r[1]))) for r in rows]
 
     # timers -----------------------------------------------------------------------------
     async def list_timed(self) -> list[Request]:

@@ -446,8 +446,19 @@ class SQLiteStore(Store):
         value: dict[str, Any] = json.loads(row[0])
         return value
 
-    async def kv_delete(self, namespace: str, key: str) -> None:
-        await self._run(lambda c: c.execute("DELETE FROM kv WHERE namespace=? AND key=?", (namespace, key)))
+    async def kv_delete(self, namespace: str, key: str) -> bool:
+        return await self._run(
+            lambda c: c.execute("DELETE FROM kv WHERE namespace=? AND key=?", (namespace, key)).rowcount > 0
+        )
+
+    async def kv_items(self, namespace: str, now: datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
+        rows = await self._read(
+            lambda c: c.execute(
+                "SELECT key, value FROM kv WHERE namespace=? AND (expires_at IS NULL OR ? IS NULL "
+                "OR expires_at>=?) ORDER BY key", (namespace, ts(now), ts(now)),
+            ).fetchall()
+        )
+        return [(str(key), json.loads(value)) for key, value in rows]
 
     # timers -----------------------------------------------------------------------------
     async def list_timed(self) -> list[Request]:

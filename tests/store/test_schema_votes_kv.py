@@ -64,10 +64,23 @@ async def test_kv_put_get_expire_delete(store: Store) -> None:
     assert await store.kv_get("slack", "cb:abc", now=at(10**6)) == {"other": "namespace"}  # no expiry
     await store.kv_put("telegram", "cb:abc", {"replaced": True}, expires_at=None)
     assert await store.kv_get("telegram", "cb:abc", now=at(10**6)) == {"replaced": True}
-    await store.kv_delete("telegram", "cb:abc")
+    assert await store.kv_delete("telegram", "cb:abc") is True
     assert await store.kv_get("telegram", "cb:abc") is None
     assert await store.kv_get("slack", "cb:abc") == {"other": "namespace"}
-    await store.kv_delete("telegram", "never-there")  # deleting nothing is fine
+    assert await store.kv_delete("telegram", "never-there") is False  # deleting nothing is fine
+
+
+async def test_kv_items_lists_a_namespace_and_delete_is_a_claim(store: Store) -> None:
+    await store.kv_put("tg.reason", "b", {"n": 2}, expires_at=at(100))
+    await store.kv_put("tg.reason", "a", {"n": 1})
+    await store.kv_put("tg.reason", "gone", {"n": 3}, expires_at=at(50))
+    await store.kv_put("tg.other", "x", {"n": 4})
+    assert await store.kv_items("tg.reason", now=at(60)) == [("a", {"n": 1}), ("b", {"n": 2})]
+    assert [k for k, _ in await store.kv_items("tg.reason")] == ["a", "b", "gone"]
+    assert await store.kv_items("nothing-here") == []
+    assert await store.kv_delete("tg.reason", "a") is True  # the first to delete holds the claim
+    assert await store.kv_delete("tg.reason", "a") is False
+    assert [k for k, _ in await store.kv_items("tg.reason", now=at(0))] == ["b", "gone"]
 
 
 # Hostile text: "\u0000" is valid JSON, so an engine or a platform can send it; PostgreSQL's

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.telegram_api import FakeTelegram
-from tests.telegram.helpers import closed, last_text_to, posted_message, submit, telegram_bridge
+from tests.harness import ManualClock
+from tests.telegram.helpers import closed, last_text_to, posted_message, request_of, submit, telegram_bridge
 
 MODES = ["polling", "webhook"]
 
@@ -65,6 +66,57 @@ async def test_reject_twice_means_without_reason(tmp_path: Path, fake: FakeTeleg
         request = await closed(daemon, rid)
         assert request.answer is not None and request.answer.values == {"answer": "no"}
         assert request.answer.reason is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_reject_without_a_reason_in_time_is_recorded_without_one(
+    tmp_path: Path, fake: FakeTelegram, mode: str
+) -> None:
+    ann = fake.person(42, "Ann")
+    async with telegram_bridge(tmp_path, fake, mode=mode, extra={"telegram": {"reason_wait": "200ms"}}) as daemon:
+        rid = await submit(daemon, {"title": "Rotate keys", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        message = await posted_message(fake, 42, "Rotate keys")
+        await ann.press(message, "Reject")
+        ask = await last_text_to(fake, 42, "why reject")
+        assert "With no reply within 200ms, it is rejected without one." in ask["text"]
+        request = await closed(daemon, rid)
+        assert request.answer is not None and request.answer.values == {"answer": "no"}
+        assert request.answer.reason is None and request.answer.responder.user_id == "42"
+        assert request.answer.responder.name == "Ann"
+        await last_text_to(fake, 42, "No reason came in time")
+        await fake.wait_for(lambda: "Rejected by Ann" in fake.message(42, message["message_id"])["text"])
+        await ann.reply(ask, "too late, sorry")  # the late reason changes nothing
+        assert "Already answered" in (await last_text_to(fake, 42, "Already"))["text"]
+        assert (await request_of(daemon, rid)).answer.reason is None  # type: ignore[union-attr]
+
+
+async def test_pending_reject_survives_a_restart(tmp_path: Path, fake: FakeTelegram) -> None:
+    """The wait for a reason is in the store: a daemon started after it ran out records it."""
+    ann = fake.person(42, "Ann")
+    clock = ManualClock()
+    async with telegram_bridge(tmp_path, fake, clock=clock) as daemon:  # reason_wait: 10m
+        rid = await submit(daemon, {"title": "Drop table", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        message = await posted_message(fake, 42, "Drop table")
+        await ann.press(message, "Reject")
+        assert "within 10m" in (await last_text_to(fake, 42, "why reject"))["text"]
+    clock.advance(minutes=11)
+    async with telegram_bridge(tmp_path, fake, clock=clock, extra={"telegram": {"reason_wait": "200ms"}}) as daemon:
+        request = await closed(daemon, rid)
+        assert request.answer is not None and request.answer.values == {"answer": "no"}
+        assert request.answer.reason is None
+
+
+async def test_reason_wait_null_waits_for_the_reply(tmp_path: Path, fake: FakeTelegram) -> None:
+    ann = fake.person(42, "Ann")
+    async with telegram_bridge(tmp_path, fake, extra={"telegram": {"reason_wait": None}}) as daemon:
+        rid = await submit(daemon, {"title": "Drop table", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        message = await posted_message(fake, 42, "Drop table")
+        await ann.press(message, "Reject")
+        ask = await last_text_to(fake, 42, "why reject")
+        assert "within" not in ask["text"]
+        await ann.reply(ask, "later")
+        request = await closed(daemon, rid)
+        assert request.answer is not None and request.answer.reason == "later"
 
 
 @pytest.mark.parametrize("mode", MODES)
