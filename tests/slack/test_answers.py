@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -154,6 +155,35 @@ async def test_thread_reply_answers_a_text_question(tmp_path: Path, fake: FakeSl
         assert "already answered by alice" in str(note["text"])
         other = dict(message, ts="1699999999.000100")
         assert (await b.person.reply(other, "unrelated")).status_code == 200
+
+
+async def test_thread_reply_the_store_refuses_is_not_lost_silently(tmp_path: Path, fake: FakeSlack) -> None:
+    """Slack has had its ack before the reply is stored. When the database refuses the write
+    (here: a trigger another connection puts on the table), the person is told to reply
+    again, nothing half-written is kept, and the next reply is recorded."""
+    async with slack_bridge(tmp_path, fake) as b:
+        rid = await b.create({"title": "Why?", "questions": [
+            {"id": "why", "kind": "text", "prompt": "Why did the canary fail?"}]})
+        message = await b.message_of(rid)
+        [db] = [p for p in tmp_path.rglob("bridge.db")]
+
+        def refuse_writes(on: bool) -> None:
+            with sqlite3.connect(db, timeout=10) as conn:
+                conn.execute("DROP TRIGGER IF EXISTS refuse_answers")
+                if on:
+                    conn.execute("CREATE TRIGGER refuse_answers BEFORE UPDATE ON requests "
+                                 "BEGIN SELECT RAISE(ABORT, 'disk quota exceeded (test)'); END")
+
+        await asyncio.to_thread(refuse_writes, True)
+        assert (await b.person.reply(message, "the DB migration was slow")).status_code == 200
+        note = await wait_for(lambda: next((e for e in fake.ephemerals if e["user"] == "U0ALICE"), None), 5)
+        assert "could not be recorded just now" in str(note["text"])
+        request = await b.daemon.store.get_request(rid)
+        assert request is not None and request.is_open and request.answer is None
+        await asyncio.to_thread(refuse_writes, False)
+        assert (await b.person.reply(message, "the DB migration was slow")).status_code == 200
+        request = await b.closed(rid)
+        assert request.answer is not None and request.answer.values == {"why": "the DB migration was slow"}
 
 
 async def test_text_reply_button_opens_a_modal(tmp_path: Path, fake: FakeSlack) -> None:
