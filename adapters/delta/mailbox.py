@@ -48,6 +48,10 @@ class MailboxGone(MailboxError):
         super().__init__(path, "no longer exists")
 
 
+class MovedOn(MailboxError):
+    """`request.json` now holds another question: the run went past the one answered."""
+
+
 @dataclass(frozen=True)
 class DeltaRequest:
     """The content of one `request.json`."""
@@ -214,7 +218,7 @@ def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
     """
     current = read_request(mailbox)
     if current.request_id != request_id:
-        raise MailboxError(
+        raise MovedOn(
             mailbox.request_path,
             f"now holds request {current.request_id!r}, not {request_id!r}: the run moved on",
         )

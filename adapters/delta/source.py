@@ -61,7 +61,7 @@ class DeltaSource:
         self.writer = AnswerWriter(
             self.name, config.resume_command, resume_shell=config.resume_shell,
             resume_timeout_s=config.resume_timeout.total_seconds(), deliver_window_s=deliver_window_s,
-            note=self._note,
+            note=self._note, wrote_before=self._wrote_response,
         )
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.problems: dict[str, str] = {}  # path → why it is not a request (last seen)
@@ -117,6 +117,17 @@ class DeltaSource:
     async def deliver(self, outcome: Outcome) -> None:
         """Write the answer to `response.txt`, then run `resume_command` once if set."""
         await self.writer.deliver(outcome)
+
+    async def _wrote_response(self, request_id: str) -> bool:
+        """Whether an earlier delivery attempt wrote this request's `response.txt`."""
+        store = getattr(self._sink, "store", None)
+        if store is None:
+            return False
+        try:
+            return any(e.kind == "response_written" for e in await store.list_events(request_id))
+        except Exception:
+            log.exception("delta: cannot read the events of %s", request_id)
+            return False
 
     async def _note(self, request_id: str, kind: str, data: dict[str, Any]) -> None:
         note = getattr(self._sink, "note", None)

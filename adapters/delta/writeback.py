@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from adapters.delta.layout import Mailbox
-from adapters.delta.mailbox import MailboxError, MailboxGone, read_request, write_response
+from adapters.delta.mailbox import MailboxError, MailboxGone, MovedOn, read_request, write_response
 from adapters.delta.resume import EXIT_WAITING, ResumeResult, build_argv, run_resume
 from adapters.delta.translate import mailbox_from_ref, response_text
 from bridge.ports import DeliveryError, Outcome
@@ -27,19 +27,22 @@ log = logging.getLogger("hitl_bridge.delta")
 POLL_S = 0.05
 TAKEN_GRACE_S = 2.0
 Note = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+WroteBefore = Callable[[str], Awaitable[bool]]
 
 
 class AnswerWriter:
-    """Delivers outcomes for one `delta` source; `note(request_id, kind, data)` audits."""
+    """Delivers outcomes for one `delta` source; `note(request_id, kind, data)` audits;
+    `wrote_before(request_id)` says whether an earlier attempt wrote that request's answer."""
 
     def __init__(self, name: str, resume_command: str | None, *, resume_shell: bool, resume_timeout_s: float,
-                 deliver_window_s: float, note: Note) -> None:
+                 deliver_window_s: float, note: Note, wrote_before: WroteBefore) -> None:
         self.name = name
         self.resume_command = resume_command
         self.resume_shell = resume_shell
         self.resume_timeout_s = resume_timeout_s
         self.deliver_window_s = deliver_window_s  # stay inside the outbox's delivery timeout
         self._note = note
+        self._wrote_before = wrote_before
         self._background: set[asyncio.Task[Any]] = set()
 
     async def close(self) -> None:
@@ -63,7 +66,14 @@ class AnswerWriter:
         value = response_text(outcome.answer)
         try:
             path = await asyncio.to_thread(write_response, mailbox, request_id, value)
-        except MailboxGone:
+        except (MailboxGone, MovedOn) as exc:
+            if await self._wrote_before(request.id):
+                # an earlier attempt (cut short by a stop) wrote this answer and the run took it
+                await self._note(request.id, "response_taken", {"path": mailbox.response_path,
+                                                                "mailbox": exc.reason})
+                return
+            if isinstance(exc, MovedOn):
+                raise DeliveryError(str(exc), permanent=True) from None
             raise DeliveryError(f"{mailbox.request_path} is gone: the run no longer waits for this "
                                 "answer (answered by hand, or the run was removed)", permanent=True) from None
         except MailboxError as exc:

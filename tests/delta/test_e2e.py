@@ -138,6 +138,29 @@ async def test_failed_resume_redelivered_with_the_cli(tmp_path: Path) -> None:
         assert (workspace / "answers.txt").read_text() == "ANSWER 1: staging\n"
 
 
+async def test_answer_taken_while_the_bridge_was_down_counts_as_delivered(tmp_path: Path) -> None:
+    """The daemon stops while its resume command runs; the engine takes the answer by hand
+    meanwhile. On the next start the redelivery finds the mailbox gone: since the bridge
+    wrote that answer itself, it is `delivered`, not `failed` as if answered elsewhere."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    started = tmp_path / "resume-started"
+    hang = tmp_path / "resume.py"  # starts, then hangs until the daemon's stop kills it
+    hang.write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n")
+    async with delta_bridge(tmp_path, [str(workspace)], f"{sys.executable} {hang}") as daemon:
+        await run_engine(workspace, script(ASKS[0]), "1.10.1")
+        request = await wait_request(daemon, lambda r: r.is_open)
+        await answer(daemon, request.id, "staging")
+        await wait_for(started.exists)
+    code, out = await run_engine(workspace, "resume", "1.10.1")  # someone resumes by hand
+    assert code == 0 and (workspace / "answers.txt").read_text() == "ANSWER 1: staging\n", out
+    assert not request_files(workspace)
+    async with delta_bridge(tmp_path, [str(workspace)], f"{sys.executable} {hang}") as daemon:
+        done = await wait_state(daemon, request.id, "delivered", "failed")
+        assert done.state.value == "delivered", done.error
+        assert "response_taken" in [e["kind"] for e in await events(daemon, request.id)]
+
+
 async def test_answer_via_cli_without_resume_command(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
