@@ -90,6 +90,11 @@ class BridgeAPI(RequestSink, Protocol):
         """Append an audit event (refusals, post failures, ...)."""
         ...
 
+    async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+        """Show an open request (again) on `targets`; every copy is recorded and kept up to
+        date like the first ones (a channel's "show it again" command)."""
+        ...
+
 
 @runtime_checkable
 class Source(Protocol):

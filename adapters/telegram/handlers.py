@@ -17,6 +17,7 @@ from telegram.error import TelegramError
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
 from adapters.telegram import keyboards as kb
+from adapters.telegram.pending import PendingList
 from adapters.telegram.render import esc
 from adapters.telegram.sessions import Sessions, mention
 from adapters.telegram.state import PendingReason, Prompt, TokenRecord
@@ -49,11 +50,13 @@ class Interactions:
         self.channel = channel
         self.state = channel.state
         self.sessions = Sessions(channel)
+        self.pending = PendingList(channel)
 
     def register(self, app: Application[Any, Any, Any, Any, Any, Any]) -> None:
         app.add_handler(CallbackQueryHandler(self.on_callback))
         app.add_handler(CommandHandler("start", self.on_start, filters=filters.UpdateType.MESSAGE))
         app.add_handler(CommandHandler("cancel", self.on_cancel, filters=filters.UpdateType.MESSAGE))
+        app.add_handler(CommandHandler("pending", self.on_pending, filters=filters.UpdateType.MESSAGE))
         app.add_handler(MessageHandler(filters.UpdateType.EDITED_MESSAGE, self.on_edited))
         app.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self.on_message))
         app.add_error_handler(self.on_error)
@@ -106,6 +109,8 @@ class Interactions:
             await self.sessions.start(chat_id, user, request)
         elif record.purpose in ("step", "session"):
             await self.sessions.button(query, request, record, action, responder)
+        elif record.purpose == "show" and action.action == kb.SHOW:
+            await self.pending.show(query, request, chat_id)
         else:
             await self.answer(query, "This button is not valid.", alert=True)
 
@@ -316,7 +321,7 @@ class Interactions:
         if not payload:
             await self.say(message.chat.id, f"Hi {esc(user.first_name)}! Requests for you will appear here. "
                            f"Your Telegram id is <code>{user.id}</code> (use <code>telegram:{user.id}</code> "
-                           "in the bridge's routes and responders).")
+                           "in the bridge's routes and responders). /pending lists what waits for an answer here.")
             return
         record = await self.state.token(payload, self.channel.now()) if len(payload) == kb.TOKEN_LENGTH else None
         if record is None or record.purpose != "private":
@@ -331,6 +336,11 @@ class Interactions:
             await self.say(message.chat.id, "You are not allowed to answer this request.")
             return
         await self.sessions.start(message.chat.id, user, request)
+
+    async def on_pending(self, update: Update, context: Context) -> None:
+        message = update.message
+        if message is not None and message.from_user is not None and not message.from_user.is_bot:
+            await self.pending.reply(message.chat.id)
 
     async def on_cancel(self, update: Update, context: Context) -> None:
         message = update.message

@@ -22,8 +22,8 @@ ROW_WIDTH = 30  # characters of labels per row that still read well on a phone
 LABEL_LIMIT = 60
 PLACEHOLDER_LIMIT = 64
 
-APPROVE, REJECT, DONE, START, CANCEL, SKIP = "y", "n", "d", "a", "x", "s"
-_CALLBACK = re.compile(rf"([A-Za-z0-9_-]{{{TOKEN_LENGTH}}})\|([yndaxs]|[ot](\d{{1,3}}))")
+APPROVE, REJECT, DONE, START, CANCEL, SKIP, SHOW = "y", "n", "d", "a", "x", "s", "v"
+_CALLBACK = re.compile(rf"([A-Za-z0-9_-]{{{TOKEN_LENGTH}}})\|([yndaxsv]|[ot](\d{{1,3}}))")
 
 
 class ForgedCallback(ValueError):
