@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 ALLOWED_UPDATES = ["message", "edited_message", "callback_query"]
+COMMANDS = [("pending", "What waits for an answer in this chat"),
+            ("cancel", "Stop answering a request step by step"),
+            ("start", "Your Telegram id, for the bridge's routes")]
 MAX_UPDATE_BYTES = 1_000_000
 IN_GROUP = frozenset({ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR, ChatMemberStatus.MEMBER})
 NOT_STARTED = ("undeliverable: Telegram user {id} has never pressed Start in the private chat with "
@@ -173,6 +176,7 @@ class TelegramChannel:
             log.error("Telegram refused the bot token (telegram.bot_token): check it with @BotFather")
             raise
         self.username = self.bot.username
+        await self._set_commands()
         if self.settings.mode == "webhook":
             secret = self.settings.webhook_secret.get_secret_value() if self.settings.webhook_secret else None
             await with_retries(lambda: self.bot.set_webhook(
@@ -186,6 +190,13 @@ class TelegramChannel:
         if self.settings.reason_wait is not None:
             every = min(30.0, max(0.05, self.settings.reason_wait.total_seconds() / 4))
             self._reasons = asyncio.create_task(self._sweep_reasons(every), name="telegram-reasons")
+
+    async def _set_commands(self) -> None:
+        """The bot's command menu (the / button in every chat). Cosmetic: never fails a start."""
+        try:
+            await self.call("setMyCommands", lambda: self.bot.set_my_commands(COMMANDS))
+        except TelegramError as exc:
+            log.warning("Telegram: could not set the command menu: %s", exc.message)
 
     async def stop(self) -> None:
         for task in (self._poller, self._reasons):

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -157,6 +158,7 @@ class FakeTelegram:
     messages: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     deleted: set[tuple[int, int]] = field(default_factory=set)
     callback_answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    commands: list[tuple[str, str]] = field(default_factory=list)  # the bot's menu (setMyCommands)
     violations: list[str] = field(default_factory=list)
     webhook_url: str = ""
     webhook_secret: str = ""
@@ -502,6 +504,19 @@ class FakeTelegram:
             raise ApiError(400, "Bad Request: MESSAGE_TOO_LONG")
         self._open_callbacks.discard(query_id)
         self.callback_answers[query_id] = params
+        return True
+
+    def _m_setMyCommands(self, params: dict[str, Any]) -> bool:
+        """Telegram's rules: 1-100 commands of 1-32 lowercase letters, digits and _, each with
+        a description of 1-256 characters."""
+        commands = params.get("commands")
+        if not isinstance(commands, list) or not 1 <= len(commands) <= 100:
+            raise ApiError(400, "Bad Request: commands must be a non-empty list")
+        for entry in commands:
+            name, about = str(entry.get("command", "")), str(entry.get("description", ""))
+            if not re.fullmatch(r"[a-z0-9_]{1,32}", name) or not 1 <= len(about) <= 256:
+                raise ApiError(400, "Bad Request: BOT_COMMAND_INVALID")
+        self.commands = [(str(c["command"]), str(c["description"])) for c in commands]
         return True
 
     def _m_getChat(self, params: dict[str, Any]) -> dict[str, Any]:

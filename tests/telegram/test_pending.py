@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.fakes.telegram_api import FakeTelegram
 from tests.telegram.helpers import closed, last_text_to, posted_message, submit, telegram_bridge
 
@@ -66,6 +68,7 @@ async def test_pending_lists_this_chats_requests_and_shows_one_again(tmp_path: P
 async def test_pending_with_nothing_waiting_and_a_stranger_pressing(tmp_path: Path, fake: FakeTelegram) -> None:
     ann, eve = fake.person(42, "Ann"), fake.person(666, "Eve")
     async with telegram_bridge(tmp_path, fake, responders=["telegram:42"]) as daemon:
+        assert [c for c, _ in fake.commands] == ["pending", "cancel", "start"]  # the / menu
         await eve.say("/pending")
         await last_text_to(fake, 666, "Nothing is waiting for an answer here.")
         rid = await submit(daemon, confirm("Deploy"))
@@ -78,3 +81,16 @@ async def test_pending_with_nothing_waiting_and_a_stranger_pressing(tmp_path: Pa
         await fake.wait_for(lambda: any("not valid" in (a.get("text") or "") for a in fake.callback_answers.values()))
         assert len([x for x in fake.sent_to(666) if "Deploy" in x["text"]]) == 0
         assert (await daemon.store.get_request(rid)).is_open  # type: ignore[union-attr]
+
+
+async def test_a_refused_command_menu_does_not_stop_the_bot(
+    tmp_path: Path, fake: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.fail("setMyCommands", 500, times=10)  # more than the retries
+    ann = fake.person(42, "Ann")
+    async with telegram_bridge(tmp_path, fake) as daemon:
+        assert fake.commands == []
+        rid = await submit(daemon, confirm("Deploy"))
+        await ann.press(await posted_message(fake, 42, "Deploy"), "Approve")
+        assert (await closed(daemon, rid)).answer is not None
+    assert "could not set the command menu" in caplog.text
