@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -54,6 +55,16 @@ class ManualClock:
     def advance(self, **kwargs: float) -> datetime:
         self.current += timedelta(**kwargs)
         return self.current
+
+
+def refuse_request_updates(db: Path, on: bool) -> None:
+    """Make a SQLite store fail for real, without touching our code: a trigger, put on by
+    another connection, refuses every update of a request (`on=False` takes it off)."""
+    with sqlite3.connect(db, timeout=10) as conn:
+        conn.execute("DROP TRIGGER IF EXISTS refuse_updates")
+        if on:
+            conn.execute("CREATE TRIGGER refuse_updates BEFORE UPDATE ON requests "
+                         "BEGIN SELECT RAISE(ABORT, 'disk quota exceeded (test)'); END")
 
 
 @asynccontextmanager

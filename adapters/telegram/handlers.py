@@ -195,7 +195,11 @@ class Interactions:
             if request is None or not request.is_open:
                 continue
             responder = Responder(platform="telegram", user_id=str(pending.user_id), name=pending.name)
-            text = await self.record(None, request, responder, {pending.question_id: "no"})
+            try:
+                text = await self.record(None, request, responder, {pending.question_id: "no"})
+            except Exception:  # the store failed: keep the Reject pending for the next round
+                await self.state.put_reason(token, pending, now)
+                raise
             if text.startswith(("✅", "Vote")):
                 recorded += 1
                 text = f"No reason came in time: {esc(request.title)} is rejected without one."

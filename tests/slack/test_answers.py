@@ -7,13 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.slack_api import FakeSlack
-from tests.harness import wait_for
+from tests.harness import refuse_request_updates, wait_for
 from tests.slack.conftest import CHANNEL, confirm_body, slack_bridge
 
 
@@ -165,22 +164,14 @@ async def test_thread_reply_the_store_refuses_is_not_lost_silently(tmp_path: Pat
         rid = await b.create({"title": "Why?", "questions": [
             {"id": "why", "kind": "text", "prompt": "Why did the canary fail?"}]})
         message = await b.message_of(rid)
-        [db] = [p for p in tmp_path.rglob("bridge.db")]
-
-        def refuse_writes(on: bool) -> None:
-            with sqlite3.connect(db, timeout=10) as conn:
-                conn.execute("DROP TRIGGER IF EXISTS refuse_answers")
-                if on:
-                    conn.execute("CREATE TRIGGER refuse_answers BEFORE UPDATE ON requests "
-                                 "BEGIN SELECT RAISE(ABORT, 'disk quota exceeded (test)'); END")
-
-        await asyncio.to_thread(refuse_writes, True)
+        [db] = list(tmp_path.rglob("bridge.db"))
+        await asyncio.to_thread(refuse_request_updates, db, True)
         assert (await b.person.reply(message, "the DB migration was slow")).status_code == 200
         note = await wait_for(lambda: next((e for e in fake.ephemerals if e["user"] == "U0ALICE"), None), 5)
         assert "could not be recorded just now" in str(note["text"])
         request = await b.daemon.store.get_request(rid)
         assert request is not None and request.is_open and request.answer is None
-        await asyncio.to_thread(refuse_writes, False)
+        await asyncio.to_thread(refuse_request_updates, db, False)
         assert (await b.person.reply(message, "the DB migration was slow")).status_code == 200
         request = await b.closed(rid)
         assert request.answer is not None and request.answer.values == {"why": "the DB migration was slow"}

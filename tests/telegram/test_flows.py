@@ -6,12 +6,13 @@ runs in polling and in webhook mode.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.telegram_api import FakeTelegram
-from tests.harness import ManualClock
+from tests.harness import ManualClock, refuse_request_updates, wait_for
 from tests.telegram.helpers import closed, last_text_to, posted_message, request_of, submit, telegram_bridge
 
 MODES = ["polling", "webhook"]
@@ -88,6 +89,24 @@ async def test_reject_without_a_reason_in_time_is_recorded_without_one(
         await ann.reply(ask, "too late, sorry")  # the late reason changes nothing
         assert "Already answered" in (await last_text_to(fake, 42, "Already"))["text"]
         assert (await request_of(daemon, rid)).answer.reason is None  # type: ignore[union-attr]
+
+
+async def test_overdue_reject_is_kept_while_the_store_refuses_it(
+    tmp_path: Path, fake: FakeTelegram, caplog: pytest.LogCaptureFixture
+) -> None:
+    ann = fake.person(42, "Ann")
+    async with telegram_bridge(tmp_path, fake, extra={"telegram": {"reason_wait": "200ms"}}) as daemon:
+        rid = await submit(daemon, {"title": "Rotate keys", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        message = await posted_message(fake, 42, "Rotate keys")
+        [db] = list(tmp_path.rglob("bridge.db"))
+        await asyncio.to_thread(refuse_request_updates, db, True)  # the database refuses the answer
+        await ann.press(message, "Reject")
+        await last_text_to(fake, 42, "why reject")
+        await wait_for(lambda: "recording overdue rejections failed" in caplog.text)
+        assert (await request_of(daemon, rid)).is_open
+        await asyncio.to_thread(refuse_request_updates, db, False)  # it recovers: the Reject was kept
+        request = await closed(daemon, rid)
+        assert request.answer is not None and request.answer.values == {"answer": "no"}
 
 
 async def test_pending_reject_survives_a_restart(tmp_path: Path, fake: FakeTelegram) -> None:
