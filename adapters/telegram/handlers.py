@@ -344,7 +344,7 @@ class Interactions:
     async def on_pending(self, update: Update, context: Context) -> None:
         message = update.message
         if message is not None and message.from_user is not None and not message.from_user.is_bot:
-            await self.pending.reply(message.chat.id)
+            await self.pending.reply(message.chat.id, message.from_user.id)
 
     async def on_cancel(self, update: Update, context: Context) -> None:
         message = update.message

@@ -2,8 +2,8 @@
 shows it again at the bottom of the chat (a fresh copy with working buttons).
 
 On a phone, a request posted yesterday is buried under the chat's history; this finds it.
-Only requests that were posted to this chat are listed, so nobody learns of requests
-meant for others.
+Listed: the requests posted to this chat and, in a private chat, those whose `responders`
+name this person (or a group of theirs): nobody learns of requests meant for others.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 from adapters.telegram import keyboards as kb
 from adapters.telegram.render import esc, when
 from adapters.telegram.state import TokenRecord
-from bridge.models import OPEN_STATES, Request
+from bridge.models import OPEN_STATES, Request, Responder
 
 if TYPE_CHECKING:
     from adapters.telegram.channel import TelegramChannel
@@ -31,21 +31,27 @@ class PendingList:
         self.channel = channel
         self._shown: dict[tuple[str, int], float] = {}
 
-    async def waiting_in(self, chat_id: int) -> list[Request]:
-        """Open requests with a copy in this chat, the most urgent first."""
+    async def waiting_in(self, chat_id: int, user_id: int) -> list[Request]:
+        """Open requests with a copy in this chat, and in a private chat also those that name
+        this person (or a group of theirs) in `responders` and were posted to Telegram: the
+        most urgent first."""
         store = self.channel.bridge.store
         here = f"telegram:{chat_id}"
+        me = Responder(platform="telegram", user_id=str(user_id))
+        private = chat_id == user_id
         found = []
         for request in await store.list_requests(states=list(OPEN_STATES), limit=SCANNED):
-            posts = await store.list_posts(request.id, channel=self.channel.name)
-            if any(p.ok and p.target == here for p in posts):
+            posts = [p for p in await store.list_posts(request.id, channel=self.channel.name) if p.ok]
+            if any(p.target == here for p in posts) or (
+                    private and posts and request.responders
+                    and await self.channel.bridge.is_allowed(request, me, via="telegram")):
                 found.append(request)
         far = float("inf")
         found.sort(key=lambda r: (r.deadline.timestamp() if r.deadline else far, r.created_at.timestamp()))
         return found
 
-    async def reply(self, chat_id: int) -> None:
-        waiting = await self.waiting_in(chat_id)
+    async def reply(self, chat_id: int, user_id: int) -> None:
+        waiting = await self.waiting_in(chat_id, user_id)
         if not waiting:
             await self.channel.interactions.say(chat_id, "Nothing is waiting for an answer here.")
             return

@@ -94,3 +94,36 @@ async def test_a_refused_command_menu_does_not_stop_the_bot(
         await ann.press(await posted_message(fake, 42, "Deploy"), "Approve")
         assert (await closed(daemon, rid)).answer is not None
     assert "could not set the command menu" in caplog.text
+
+
+async def test_pending_in_a_private_chat_finds_group_requests_naming_you(tmp_path: Path, fake: FakeTelegram) -> None:
+    """Posted to the team group only: a named responder can fetch it into their private chat
+    (and answer there, away from the group's noise); others do not see it listed."""
+    fake.add_group(-1001, "ops")
+    ann, bob = fake.person(42, "Ann"), fake.person(77, "Bob")
+    routes = {"routes": [
+        {"match": {"labels.who": "ann"}, "notify": ["telegram:-1001"], "responders": ["telegram:42"]},
+        {"match": {}, "notify": ["telegram:-1001"]},  # anyone may answer: not listed privately
+    ]}
+    async with telegram_bridge(tmp_path, fake, extra=routes) as daemon:
+        mine = await submit(daemon, confirm("Deploy web", labels={"who": "ann"}))
+        await submit(daemon, confirm("Team lunch?"))
+        await posted_message(fake, -1001, "Deploy web")
+        await posted_message(fake, -1001, "Team lunch?")
+
+        await ann.say("/pending", chat_id=-1001)  # in the group: both copies there
+        assert "2 waiting" in (await last_text_to(fake, -1001, "waiting for an answer here"))["text"]
+        await ann.say("/pending")  # in her private chat: only the one naming her
+        listing = await last_text_to(fake, 42, "waiting for an answer here")
+        assert "1 waiting" in listing["text"] and "Team lunch" not in listing["text"]
+        await bob.say("/pending")
+        await last_text_to(fake, 77, "Nothing is waiting for an answer here.")
+
+        await ann.press(listing, "Deploy web")
+        private_copy = await fake.wait_for(
+            lambda: next((m for m in fake.sent_to(42) if "Deploy web" in m["text"] and "OK?" in m["text"]), None))
+        await ann.press(private_copy, "Approve")
+        request = await closed(daemon, mine)
+        assert request.answer is not None and request.answer.values == {"answer": "yes"}
+        group_copy = await posted_message(fake, -1001, "Deploy web")
+        await fake.wait_for(lambda: "Approved by Ann" in fake.message(-1001, group_copy["message_id"])["text"])
