@@ -9,6 +9,7 @@ through the python-telegram-bot Application's handlers (see `handlers.py`), one 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -397,11 +398,44 @@ class TelegramChannel:
             self._failed[update.update_id] = error
 
     async def _poll(self) -> None:
-        """Long polling: commit the offset (in the store, and to Telegram with the next
-        getUpdates) only after the update was processed."""
-        offset = await self.state.offset()
+        """Long polling. Replicas sharing a store take turns: Telegram ends a `getUpdates`
+        when another one starts, so only the replica holding the polling role polls, and a
+        standby takes over within `failover_after` when it stops or dies."""
+        role = f"telegram-polling:{self.bot.id}"
+        every = self.settings.failover_after.total_seconds()
+        store = self.bridge.store
+        standing_by = False
+        try:
+            while True:
+                if not await store.try_lead(role):
+                    if not standing_by:
+                        log.info("Telegram: another replica polls for @%s; this one stands by", self.username)
+                        standing_by = True
+                    await asyncio.sleep(every)
+                    continue
+                if standing_by:
+                    log.info("Telegram: this replica takes over polling for @%s", self.username)
+                    standing_by = False
+                if not await self._poll_while_leading(role, every):
+                    return
+        finally:
+            with contextlib.suppress(Exception):
+                await store.resign(role)
+
+    async def _poll_while_leading(self, role: str, every: float) -> bool:
+        """Poll until the role is lost (→ True: stand by again) or polling must stop (→ False).
+        The offset is committed (in the store, and to Telegram with the next getUpdates)
+        only after the update was processed."""
+        offset = await self.state.offset()  # a replica taking over goes on where the last stopped
         backoff = 0.2
+        loop = asyncio.get_running_loop()
+        checked = loop.time()
         while True:
+            if loop.time() - checked >= every:
+                if not await self.bridge.store.try_lead(role):
+                    log.warning("Telegram: lost the polling role for @%s; standing by", self.username)
+                    return True
+                checked = loop.time()
             try:
                 updates = await self.bot.get_updates(
                     offset=offset + 1 if offset else None, timeout=self.settings.poll_timeout,
@@ -409,7 +443,7 @@ class TelegramChannel:
                 backoff = 0.2
             except InvalidToken:
                 log.error("Telegram refused the bot token; polling stopped")
-                return
+                return False
             except TelegramError as exc:
                 log.warning("Telegram: getUpdates failed (%s); retrying in %.1fs", exc.message, backoff)
                 await asyncio.sleep(backoff)

@@ -32,6 +32,8 @@ class TelegramSettings(BaseModel):
     member_cache_s: float = Field(default=300.0, ge=0)  # group membership of responders (getChatMember)
     # a Reject whose reason is not typed within this is recorded without one (null: never)
     reason_wait: Duration | None = timedelta(minutes=10)
+    # replicas in polling mode: one polls; the others check this often whether to take over
+    failover_after: Duration = timedelta(seconds=5)
 
     @field_validator("bot_token")
     @classmethod

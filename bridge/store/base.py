@@ -187,6 +187,15 @@ class Store(abc.ABC):
     async def kv_items(self, namespace: str, now: datetime | None = None) -> list[tuple[str, dict[str, Any]]]:
         """Every entry of a namespace (not expired at `now`), by key. For small namespaces."""
 
+    # roles only one replica may hold (Telegram long polling) ------------------------------
+    async def try_lead(self, role: str) -> bool:
+        """True while this process holds `role` among the processes sharing the store; call
+        it again to check that it still does. A store that is not shared: always True."""
+        return True
+
+    async def resign(self, role: str) -> None:  # noqa: B027 - nothing to give up unless shared
+        """Give `role` up (on stop) so that another replica takes it at once."""
+
     # timers -----------------------------------------------------------------------------
     @abc.abstractmethod
     async def list_timed(self) -> list[Request]:

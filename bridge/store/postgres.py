@@ -20,6 +20,7 @@ import asyncpg
 
 from bridge.models import Answer, Event, Post, Request, RequestState
 from bridge.store.base import OutboxItem, Store, StoreError, Vote, claim_holds
+from bridge.store.pg_lead import AdvisoryLeads
 from bridge.store.pg_rows import (
     POST_INSERT,
     UPDATE_REQUEST,
@@ -52,6 +53,9 @@ class PostgresStore(Store):
             raise StoreError(f"bad store url: {exc}") from None
         self.connect_timeout = connect_timeout
         self._pool: asyncpg.Pool | None = None
+        self._leads = AdvisoryLeads(self.options.dsn, {
+            "timeout": connect_timeout, "statement_cache_size": self.options.statement_cache_size,
+            "server_settings": self.options.server_settings or None})
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
@@ -73,6 +77,7 @@ class PostgresStore(Store):
             raise
 
     async def close(self) -> None:
+        await self._leads.close()
         pool, self._pool = self._pool, None
         if pool is not None:
             try:
@@ -355,6 +360,13 @@ class PostgresStore(Store):
                 encode_text(request_id),
             )
         return [Vote(decode_text(r[0]), decode_text(r[1]), decode_text(r[2]), decode_text(r[3]), r[4]) for r in rows]
+
+    # roles ------------------------------------------------------------------------------
+    async def try_lead(self, role: str) -> bool:
+        return await self._leads.try_lead(role)
+
+    async def resign(self, role: str) -> None:
+        await self._leads.resign(role)
 
     # kv ---------------------------------------------------------------------------------
     async def kv_put(self, namespace: str, key: str, value: dict[str, Any], expires_at: datetime | None = None) -> None:

@@ -163,6 +163,7 @@ class FakeTelegram:
     webhook_url: str = ""
     webhook_secret: str = ""
     webhook_statuses: list[int] = field(default_factory=list)
+    conflicts: int = 0  # getUpdates calls ended by a newer one (two bot instances polling)
 
     def __post_init__(self) -> None:
         self._updates: list[dict[str, Any]] = []
@@ -177,6 +178,7 @@ class FakeTelegram:
         self._open_callbacks: set[str] = set()
         self._runner: web.AppRunner | None = None
         self._closing = False
+        self._poll_generation = 0
         self._holds: dict[str, asyncio.Event] = {}
         self.delivered_at: dict[int, float] = {}  # update_id → when it first left for the bot
         self._webhook_client: httpx.AsyncClient | None = None
@@ -405,8 +407,15 @@ class FakeTelegram:
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
         limit = _int(params.get("limit")) or 100
         deadline = time.monotonic() + float(params.get("timeout") or 0)
+        self._poll_generation += 1
+        mine = self._poll_generation
         async with self._changed:
+            self._changed.notify_all()  # an older long poll still waiting ends, as on Telegram
             while True:
+                if self._poll_generation != mine:
+                    self.conflicts += 1
+                    raise ApiError(409, "Conflict: terminated by other getUpdates request; "
+                                        "make sure that only one bot instance is running")
                 ready = [u for u in self._updates if u["update_id"] > self._confirmed][:limit]
                 left = deadline - time.monotonic()
                 if ready or left <= 0 or self._closing:

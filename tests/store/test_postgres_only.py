@@ -7,6 +7,7 @@ import socket
 import sys
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from bridge.config import Settings
@@ -191,3 +192,34 @@ async def test_doctor_and_serve_never_print_the_password(tmp_path: Path, postgre
     text = "".join(lines) + rest.decode()
     assert "(store postgresql://postgres:***@127.0.0.1" in text, text
     assert "hunter2" not in text
+
+
+async def test_one_replica_holds_a_role_until_it_resigns_or_its_session_dies(
+    postgres_admin_url: str, postgres_url: str
+) -> None:
+    first, second = PostgresStore(postgres_url), PostgresStore(postgres_url + "&application_name=hitl-lead-b")
+    elsewhere = PostgresStore(with_search_path(postgres_admin_url, "another_bridge"))
+    await first.open()
+    await second.open()
+    try:
+        assert await first.try_lead("telegram-polling:1") is True
+        assert await second.try_lead("telegram-polling:1") is False
+        assert await first.try_lead("telegram-polling:1") is True  # the check of a held role
+        assert await second.try_lead("telegram-polling:2") is True  # another role
+        assert await elsewhere.try_lead("telegram-polling:1") is True  # another schema, another bridge
+        await first.resign("telegram-polling:1")
+        assert await second.try_lead("telegram-polling:1") is True
+        assert await first.try_lead("telegram-polling:1") is False
+        # the holder's session dies (database restart, network): it learns so, the role is free
+        admin = await asyncpg.connect(postgres_admin_url)
+        try:
+            await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                "WHERE application_name = 'hitl-lead-b'")
+        finally:
+            await admin.close()
+        assert await second.try_lead("telegram-polling:1") is False
+        assert await first.try_lead("telegram-polling:1") is True
+    finally:
+        await first.close()
+        await second.close()
+        await elsewhere.close()
