@@ -40,6 +40,7 @@ from adapters.slack.blocks import (
 )
 from adapters.slack.calls import ChannelPacer, Retrier, SlackCallFailed, response_data, slack_error
 from adapters.slack.directory import Directory
+from adapters.slack.home import HomeTab
 from adapters.slack.interactions import THREAD_NS, Interactions
 from adapters.slack.payloads import payload_problem
 from adapters.slack.settings import SlackSettings
@@ -104,6 +105,7 @@ class SlackChannel:
             request_verification_enabled=not settings.socket_mode,
         )
         Interactions(self).register(self.app)
+        HomeTab(self).register(self.app)
         self._verifier = SignatureVerifier(
             settings.signing_secret.get_secret_value() or "socket-mode-unused")
         self._api: BridgeAPI | None = None

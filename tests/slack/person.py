@@ -111,6 +111,30 @@ class Person:
                 "team": {"id": "T0FAKE", "domain": "fake"}, "trigger_id": self.fake.new_trigger_id(),
                 "view": submitted}
 
+    def home_opened(self) -> dict[str, Any]:
+        """The `event_callback` Slack sends when someone opens the app's Home tab."""
+        now = time.time()
+        return {
+            "token": "unused", "team_id": "T0FAKE", "api_app_id": "A0FAKE", "type": "event_callback",
+            "event_id": f"Ev{next(_event_ids):08d}", "event_time": int(now),
+            "event": {"type": "app_home_opened", "user": self.user_id, "channel": "D" + self.user_id[1:],
+                      "tab": "home", "event_ts": f"{now:.6f}"},
+        }
+
+    def home_click(self, block_id: str) -> dict[str, Any]:
+        """A click on the button of section `block_id` in their published Home tab."""
+        view = self.fake.homes[self.user_id]
+        block = next(b for b in view["blocks"] if b.get("block_id") == block_id)
+        button = block["accessory"]
+        return {
+            "type": "block_actions", "user": self.user, "api_app_id": "A0FAKE",
+            "team": {"id": "T0FAKE", "domain": "fake"}, "trigger_id": self.fake.new_trigger_id(),
+            "container": {"type": "view", "view_id": view["id"]}, "view": view,
+            "actions": [{"action_id": button["action_id"], "block_id": block_id, "type": "button",
+                         "value": button["value"], "text": button["text"],
+                         "action_ts": f"{time.time():.6f}"}],
+        }
+
     def thread_reply(self, message: dict[str, Any], text: str) -> dict[str, Any]:
         """The `event_callback` Slack sends when someone replies in a message's thread."""
         now = time.time()

@@ -35,6 +35,13 @@ def check_view(view: Any) -> str | None:
     return check_blocks(view.get("blocks", []), MAX_MODAL_BLOCKS)
 
 
+def check_home_view(view: Any) -> str | None:
+    """views.publish: a `home` view of at most 100 blocks (no title, no submit)."""
+    if not isinstance(view, dict) or view.get("type") != "home":
+        return "view must be an object with type home"
+    return check_blocks(view.get("blocks", []), MAX_MODAL_BLOCKS)
+
+
 def check_blocks(blocks: Any, max_blocks: int) -> str | None:
     if not isinstance(blocks, list):
         return "blocks must be a list"

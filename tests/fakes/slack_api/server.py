@@ -20,9 +20,9 @@ from urllib.parse import parse_qsl
 
 from aiohttp import WSMsgType, web
 
-from tests.fakes.slack_api.blockkit import check_message, check_view
+from tests.fakes.slack_api.blockkit import check_home_view, check_message, check_view
 
-JSON_METHODS = {"chat.postMessage", "chat.update", "chat.postEphemeral", "views.open"}
+JSON_METHODS = {"chat.postMessage", "chat.update", "chat.postEphemeral", "views.open", "views.publish"}
 TRIGGER_TTL_S = 3.0
 
 
@@ -74,6 +74,7 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}  # (channel, ts) -> message
         self.ephemerals: list[dict[str, Any]] = []
         self.views: dict[str, dict[str, Any]] = {}
+        self.homes: dict[str, dict[str, Any]] = {}  # user id → their published Home tab
         self.triggers: dict[str, tuple[float, bool]] = {}  # trigger_id -> (issued, used)
         self.delays: dict[str, float] = {}
         self._injections: list[Injection] = []
@@ -323,6 +324,19 @@ class FakeSlack:
         view_id = f"V{next(self._ids):08d}"
         stored = dict(view, id=view_id, state={"values": {}})
         self.views[view_id] = stored
+        return {"ok": True, "view": stored}
+
+    def _m_views_publish(self, args: dict[str, Any]) -> dict[str, Any]:
+        user = str(args.get("user_id", ""))
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        view = args.get("view")
+        problem = check_home_view(view)
+        if problem:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+        assert isinstance(view, dict)
+        stored = dict(view, id=f"V{next(self._ids):08d}")
+        self.homes[user] = stored
         return {"ok": True, "view": stored}
 
     def _m_conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:
