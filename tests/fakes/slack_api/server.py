@@ -318,7 +318,7 @@ class FakeSlack:
         view = args.get("view")
         problem = check_view(view)
         if problem:
-            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+            return invalid_arguments(problem)
         assert isinstance(view, dict)
         self.triggers[trigger] = (issued, True)
         view_id = f"V{next(self._ids):08d}"
@@ -333,7 +333,7 @@ class FakeSlack:
         view = args.get("view")
         problem = check_home_view(view)
         if problem:
-            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+            return invalid_arguments(problem)
         assert isinstance(view, dict)
         stored = dict(view, id=f"V{next(self._ids):08d}")
         self.homes[user] = stored
@@ -401,3 +401,8 @@ class FakeSlack:
             if not self._sockets:
                 self.socket_connected.clear()
         return ws
+
+
+def invalid_arguments(problem: str) -> dict[str, Any]:
+    """Slack's answer to a view it refuses, with the reason where Slack puts it."""
+    return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
