@@ -24,11 +24,12 @@ from pathlib import Path
 
 import aiohttp
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from bridge.http.loopback import serving
 
 BODY = {"title": "Deploy api to prod?", "questions": [{"id": "ok", "kind": "confirm", "prompt": "Deploy?"}],
         "context": {"service": "api", "version": "1.2.3"}}
@@ -85,14 +86,9 @@ async def latency(base: str, count: int) -> list[float]:
         await request.body()
         return Response(status_code=204)
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/hook", hook, methods=["POST"])]),
-                                           host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
     samples: list[float] = []
-    async with aiohttp.ClientSession(base) as client:
+    receiver = Starlette(routes=[Route("/hook", hook, methods=["POST"])])
+    async with serving(receiver, "the callback receiver") as port, aiohttp.ClientSession(base) as client:
         for i in range(count):
             async with client.post("/v1/requests", json={**BODY, "external_id": f"lat-{i}", "callback": {
                     "url": f"http://127.0.0.1:{port}/hook", "secret": "bench-secret-0123456789"}}) as r:
@@ -103,8 +99,6 @@ async def latency(base: str, count: int) -> list[float]:
                 await r.read()
             await asyncio.wait_for(event.wait(), timeout=10)
             samples.append((arrived[rid] - start) * 1000)
-    server.should_exit = True
-    await task
     return samples
 
 

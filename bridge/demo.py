@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -32,6 +31,7 @@ from starlette.routing import Route as HttpRoute
 
 from bridge.config import EMBEDDED, HttpSettings, Route, Settings
 from bridge.errors import ConfigError
+from bridge.http.loopback import serving
 
 Out = Callable[[str], None]
 
@@ -157,21 +157,9 @@ class Receiver:
 @contextlib.asynccontextmanager
 async def serve_receiver(receiver: Receiver) -> AsyncIterator[Receiver]:
     app = Starlette(routes=[HttpRoute("/callback", receiver.handle, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("the demo callback receiver did not start")
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    receiver.url = f"http://127.0.0.1:{port}/callback"
-    try:
+    async with serving(app, "the demo callback receiver") as port:
+        receiver.url = f"http://127.0.0.1:{port}/callback"
         yield receiver
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(Exception):
-            await task
 
 
 async def create_requests(base_url: str, settings: Settings, receiver: Receiver) -> list[str]:

@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -21,6 +20,7 @@ from starlette.routing import Route
 
 from bridge.config import Settings
 from bridge.daemon import Daemon
+from bridge.http.loopback import serving
 
 
 def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -135,13 +135,6 @@ class CallbackReceiver:
 async def callback_receiver() -> AsyncIterator[CallbackReceiver]:
     receiver = CallbackReceiver()
     app = Starlette(routes=[Route("/{path:path}", receiver.handle, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    await wait_for(lambda: server.started)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    receiver.url = f"http://127.0.0.1:{port}/hook"
-    try:
+    async with serving(app, "the callback receiver") as port:
+        receiver.url = f"http://127.0.0.1:{port}/hook"
         yield receiver
-    finally:
-        server.should_exit = True
-        await task

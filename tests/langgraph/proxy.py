@@ -13,11 +13,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+
+from bridge.http.loopback import serving
 
 
 class FaultProxy:
@@ -63,20 +64,9 @@ async def fault_proxy(upstream: str) -> AsyncIterator[FaultProxy]:
     proxy = FaultProxy(upstream)
     app = Starlette(routes=[Route("/{path:path}", proxy.handle,
                                   methods=["GET", "POST", "PUT", "PATCH", "DELETE"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off", access_log=False))
-    task = asyncio.create_task(server.serve())
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 10
-    while not server.started:
-        if task.done() or loop.time() > deadline:
-            raise RuntimeError("proxy did not start")
-        await asyncio.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    proxy.url = f"http://127.0.0.1:{port}"
     try:
-        yield proxy
+        async with serving(app, "the fault proxy", access_log=False) as port:
+            proxy.url = f"http://127.0.0.1:{port}"
+            yield proxy
     finally:
-        server.should_exit = True
-        await task
         await proxy._client.aclose()
