@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -14,7 +15,7 @@ from starlette.routing import BaseRoute
 
 from bridge.config import Duration
 from bridge.models import OPEN_STATES, Request
-from bridge.ports import RequestSink
+from bridge.ports import DeliveryError, RequestSink
 from bridge.store.base import Store
 
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
@@ -39,7 +40,9 @@ class EngineUnreadable(Exception):
 
 class PolledEngineSource:
     """Skeleton of a Source that polls an engine; subclasses define `poll_once`,
-    `scope_of` and `deliver`."""
+    `scope_of` and `deliver`, and name the engine in `engine_label` (for error messages)."""
+
+    engine_label = "the engine"
 
     def __init__(self, config: PolledEngineConfig, store: Store | None = None) -> None:
         self.name = config.name
@@ -59,6 +62,22 @@ class PolledEngineSource:
         self.unusable: dict[str, str] = {}  # engine item → why it cannot be shown (logged once)
         self.polls = 0
         self.errors: dict[str, str] = {}  # scope → why its last listing failed (cleared on success)
+
+    async def post_write_back(self, rid: str, path: str, body: dict[str, Any], was_unclear: bool,
+                              params: dict[str, Any] | None = None) -> httpx.Response:
+        """POST a write-back for request `rid`. A failure before anything was sent clears an
+        `ambiguous` mark this attempt set (`was_unclear`: an earlier one had set it); any other
+        failure leaves the mark, so the retry checks with the engine first."""
+        try:
+            return await self.http.post(path, params=params, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
+            if not was_unclear:
+                self.ambiguous.discard(rid)
+            raise DeliveryError(f"{self.engine_label} unreachable: {describe(exc)}") from None
+        except httpx.TimeoutException:
+            raise DeliveryError(f"{self.engine_label} did not answer POST {path} in time") from None
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"{self.engine_label} broke off POST {path}: {describe(exc)}") from None
 
     def http_routes(self) -> Sequence[BaseRoute]:
         return []

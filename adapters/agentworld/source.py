@@ -51,6 +51,8 @@ class AgentWorldConfig(PolledEngineConfig):
 class AgentWorldSource(PolledEngineSource):
     """Source port for agent-world (PROTOCOLS §5); scopes are "world/chat"."""
 
+    engine_label = "agent-world"
+
     def __init__(self, config: AgentWorldConfig, store: Store | None = None) -> None:
         super().__init__(config, store)
         self.config = config
@@ -150,21 +152,9 @@ class AgentWorldSource(PolledEngineSource):
             await self._respond(rid, ref, body, was_unclear or answer is None)
         self.ambiguous.discard(rid)
 
-    async def _post(self, rid: str, path: str, body: dict[str, Any], was_unclear: bool) -> httpx.Response:
-        try:
-            return await self.http.post(path, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
-            if not was_unclear:
-                self.ambiguous.discard(rid)
-            raise DeliveryError(f"agent-world unreachable: {describe(exc)}") from None
-        except httpx.TimeoutException:
-            raise DeliveryError(f"agent-world did not answer POST {path} in time") from None
-        except httpx.HTTPError as exc:
-            raise DeliveryError(f"agent-world broke off POST {path}: {describe(exc)}") from None
-
     async def _respond(self, rid: str, ref: dict[str, Any], body: dict[str, Any], landed_if_gone: bool) -> None:
         path = f"/worlds/{quote(ref['world'], safe='')}/hitl/respond"
-        verdict = await self._verdict(rid, await self._post(rid, path, body, landed_if_gone), landed_if_gone)
+        verdict = await self._verdict(rid, await self.post_write_back(rid, path, body, landed_if_gone), landed_if_gone)
         if verdict.get("accepted") is True:
             return
         # not accepted: maybe pending only in the chat (runtime restarted); replay it once
@@ -185,7 +175,7 @@ class AgentWorldSource(PolledEngineSource):
                 f"agent-world no longer waits for this answer (answered elsewhere?): {verdict.get('reason')}",
                 permanent=True,
             )
-        again = await self._verdict(rid, await self._post(rid, path, body, landed_if_gone), landed_if_gone)
+        again = await self._verdict(rid, await self.post_write_back(rid, path, body, landed_if_gone), landed_if_gone)
         if again.get("accepted") is not True:
             self.ambiguous.discard(rid)
             raise DeliveryError(
@@ -219,7 +209,7 @@ class AgentWorldSource(PolledEngineSource):
 
     async def _tool_result(self, rid: str, ref: dict[str, Any], body: dict[str, Any], was_unclear: bool) -> None:
         path = f"/worlds/{quote(ref['world'], safe='')}/tool-results"
-        reply = await self._post(rid, path, body, was_unclear)
+        reply = await self.post_write_back(rid, path, body, was_unclear)
         if reply.status_code == 404 and was_unclear:
             return  # the earlier attempt landed: the tool call is no longer open
         self._checked(rid, reply, was_unclear, "the tool result", retry_429=False)

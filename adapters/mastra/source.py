@@ -59,6 +59,8 @@ class MastraConfig(PolledEngineConfig):
 class MastraSource(PolledEngineSource):
     """Source port for Mastra (PROTOCOLS §4); scopes are "wf:<id>" and "inbox:<id>"."""
 
+    engine_label = "Mastra"
+
     def __init__(self, config: MastraConfig, store: Store | None = None) -> None:
         super().__init__(config, store)
         self.config = config
@@ -201,16 +203,7 @@ class MastraSource(PolledEngineSource):
         (`ambiguous`), also when the outbox cuts it off, so a retry checks first."""
         was_unclear = request_id in self.ambiguous
         self.ambiguous.add(request_id)
-        try:
-            reply = await self.http.post(path, params=params, json=body)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
-            if not was_unclear:
-                self.ambiguous.discard(request_id)
-            raise DeliveryError(f"Mastra unreachable: {describe(exc)}") from None
-        except httpx.TimeoutException:
-            raise DeliveryError(f"Mastra did not answer POST {path} in time") from None
-        except httpx.HTTPError as exc:
-            raise DeliveryError(f"Mastra broke off POST {path}: {describe(exc)}") from None
+        reply = await self.post_write_back(request_id, path, body, was_unclear, params)
         if reply.status_code in (400, 404, 409):
             self.ambiguous.discard(request_id)
             if was_unclear:
