@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import socket
 import statistics
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -107,6 +109,28 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
 
 
+@contextlib.asynccontextmanager
+async def daemon_process(store_url: str, tmp: str) -> AsyncIterator[tuple[str, Path]]:
+    """`hitl-bridge serve` as its own process on `store_url`, up and answering; yields its
+    base URL and its log file (read it after the block: the process has ended)."""
+    port = free_port()
+    config = Path(tmp) / "bench.yaml"
+    config.write_text(f"store: {{url: '{store_url}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
+                      "sources: [{type: webhook}]\nlog_level: WARNING\n")
+    log = Path(tmp) / "daemon.log"
+    exe = Path(sys.executable).parent / "hitl-bridge"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            await wait_up(base)
+            yield base, log
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=5000)
@@ -114,23 +138,9 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        config = Path(tmp) / "bench.yaml"
-        config.write_text(f"store: {{url: 'sqlite:///{tmp}/bridge.db'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
-                          "sources: [{type: webhook}]\nlog_level: WARNING\n")
-        log = Path(tmp) / "daemon.log"
-        exe = Path(sys.executable).parent / "hitl-bridge"
-        with log.open("w") as out:
-            proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
-            try:
-                base = f"http://127.0.0.1:{port}"
-                await wait_up(base)
-                rate, e5, other = await intake(base, args.requests, args.concurrency)
-                samples = await latency(base, args.latency)
-            finally:
-                proc.terminate()
-                proc.wait(timeout=20)
+        async with daemon_process(f"sqlite:///{tmp}/bridge.db", tmp) as (base, log):
+            rate, e5, other = await intake(base, args.requests, args.concurrency)
+            samples = await latency(base, args.latency)
         locked = log.read_text().count("database is locked")
     print(f"intake: {args.requests} requests, {args.concurrency} concurrent clients: {rate:,.0f} requests/s, "
           f"{e5} 5xx, {other} other non-201, {locked} 'database is locked'   (target ≥ 1,000/s, 0, 0)")

@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +30,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_core import free_port, intake, wait_up
+from bench_core import daemon_process, intake
 
 from bridge.models import Answer, Question, QuestionKind, Request, RequestState, Responder
 from bridge.store import Store, open_store_from_url
@@ -117,22 +116,8 @@ def with_schema(schema: str) -> str:
 
 
 async def serve_intake(url: str, total: int, tmp: str) -> None:
-    port = free_port()
-    config = Path(tmp) / "bench.yaml"
-    config.write_text(f"store: {{url: '{url}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
-                      "sources: [{type: webhook}]\nlog_level: WARNING\n")
-    log = Path(tmp) / "daemon.log"
-    exe = Path(sys.executable).parent / "hitl-bridge"
-    with log.open("w") as out:
-        proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            await wait_up(base)
-            rate, e5, other = await intake(base, total, 16)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+    async with daemon_process(url, tmp) as (base, log):
+        rate, e5, other = await intake(base, total, 16)
     text = log.read_text()
     print(f"intake on PostgreSQL via hitl-bridge serve: {total} requests, 16 concurrent clients: {rate:,.0f} "
           f"requests/s, {e5} 5xx, {other} other non-201, {text.count('database is locked')} 'database is locked', "
