@@ -69,6 +69,21 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+async def time_to_stored(box: Path, body: bytes, wanted: str, feed: asyncio.Queue[Request], *,
+                         new_folder: bool = False) -> float:
+    """Write `body` as the mailbox's request.json (into a new run folder if `new_folder`);
+    milliseconds until the core publishes the request it became."""
+    t0 = time.perf_counter()
+    if new_folder:
+        box.mkdir(parents=True)
+    with open(box / "request.json", "wb") as f:
+        f.write(body)
+    while True:
+        got = await asyncio.wait_for(feed.get(), 10)
+        if got.external_id == wanted:
+            return (time.perf_counter() - t0) * 1000
+
+
 async def latency(count: int, samples: int) -> dict[str, Any]:
     base = Path(tempfile.mkdtemp(prefix=f"bench-delta-{count}-"))
     try:
@@ -99,14 +114,7 @@ async def latency(count: int, samples: int) -> dict[str, Any]:
             box = mailbox_of(ws)
             body = request_body(f"bench {n}")
             wanted = json.loads(body)["request_id"]
-            t0 = time.perf_counter()
-            with open(box / "request.json", "wb") as f:
-                f.write(body)
-            while True:
-                got = await asyncio.wait_for(feed.get(), 10)
-                if got.external_id == wanted:
-                    break
-            times.append((time.perf_counter() - t0) * 1000)
+            times.append(await time_to_stored(box, body, wanted, feed))
             os.unlink(box / "request.json")  # the run goes on: cancels the request
             await asyncio.sleep(rng.uniform(0.02, 0.05))
         # v1.10 starts every run in a new folder: the watched set changes each time.
@@ -116,15 +124,7 @@ async def latency(count: int, samples: int) -> dict[str, Any]:
             box = ws / ".delta" / f"20261122_010000_{n:06x}" / "interaction"
             body = request_body(f"new run {n}")
             wanted = json.loads(body)["request_id"]
-            t0 = time.perf_counter()
-            box.mkdir(parents=True)
-            with open(box / "request.json", "wb") as f:
-                f.write(body)
-            while True:
-                got = await asyncio.wait_for(feed.get(), 10)
-                if got.external_id == wanted:
-                    break
-            fresh.append((time.perf_counter() - t0) * 1000)
+            fresh.append(await time_to_stored(box, body, wanted, feed, new_folder=True))
             os.unlink(box / "request.json")
             await asyncio.sleep(rng.uniform(0.02, 0.05))
         await daemon.stop()
