@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -73,6 +74,21 @@ async def run_engine(workspace: Path, message: str, version: str) -> tuple[int, 
     """The stand-in engine as a subprocess, without blocking the daemon's loop."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, ENGINE, "run", "-y", "-w", str(workspace), "-m", message, "--engine-version", version,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode()
+
+
+async def run_cli(tmp_path: Path, daemon: Daemon, *args: str) -> tuple[int, str]:
+    """`hitl-bridge <args>` as a user runs it, against this daemon's store and port."""
+    config = tmp_path / "cli.yaml"
+    config.write_text(json.dumps({
+        "store": {"url": f"sqlite:///{tmp_path}/bridge.db"},
+        "http": {"listen": f"127.0.0.1:{daemon.port}"},
+    }))
+    proc = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "hitl-bridge"), "--config", str(config), *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )
     out, _ = await proc.communicate()

@@ -6,7 +6,6 @@ a subprocess exactly as a user's `resume_command` would run it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import stat
@@ -19,7 +18,7 @@ import pytest
 
 from bridge.daemon import Daemon
 from bridge.models import QuestionKind
-from tests.delta.bridgekit import answer, delta_bridge, events, run_engine, wait_request, wait_state
+from tests.delta.bridgekit import answer, delta_bridge, events, run_cli, run_engine, wait_request, wait_state
 from tests.delta.helpers import ENGINE, RESUMABLE_VERSIONS, request_files, resume_template, script
 from tests.harness import wait_for
 
@@ -122,18 +121,8 @@ async def test_failed_resume_redelivered_with_the_cli(tmp_path: Path) -> None:
         (mailbox,) = [p.parent for p in request_files(workspace)]
         assert (mailbox / "response.txt").read_text() == "staging"  # not lost
         flag.unlink()
-        config = tmp_path / "cli.yaml"
-        config.write_text(json.dumps({
-            "store": {"url": f"sqlite:///{tmp_path}/bridge.db"},
-            "http": {"listen": f"127.0.0.1:{daemon.port}"},
-        }))
-        cli = Path(sys.executable).parent / "hitl-bridge"
-        proc = await asyncio.create_subprocess_exec(
-            str(cli), "--config", str(config), "redeliver", request.id,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await proc.communicate()
-        assert proc.returncode == 0, out.decode()
+        code, out = await run_cli(tmp_path, daemon, "redeliver", request.id)
+        assert code == 0, out
         await wait_state(daemon, request.id, "delivered")
         assert (workspace / "answers.txt").read_text() == "ANSWER 1: staging\n"
 
@@ -167,17 +156,8 @@ async def test_answer_via_cli_without_resume_command(tmp_path: Path) -> None:
     async with delta_bridge(tmp_path, [str(workspace)]) as daemon:
         await run_engine(workspace, script(ASKS[1]), "1.4")
         request = await wait_request(daemon, lambda r: r.is_open)
-        config = tmp_path / "cli.yaml"
-        config.write_text(json.dumps({
-            "store": {"url": f"sqlite:///{tmp_path}/bridge.db"},
-            "http": {"listen": f"127.0.0.1:{daemon.port}"},
-        }))
-        proc = await asyncio.create_subprocess_exec(
-            str(Path(sys.executable).parent / "hitl-bridge"), "--config", str(config), "answer", request.id, "no",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await proc.communicate()
-        assert proc.returncode == 0, out.decode()
+        code, out = await run_cli(tmp_path, daemon, "answer", request.id, "no")
+        assert code == 0, out
         await wait_state(daemon, request.id, "delivered")
         (mailbox,) = [p.parent for p in request_files(workspace)]
         assert (mailbox / "response.txt").read_text() == "no"
