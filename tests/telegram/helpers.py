@@ -51,6 +51,11 @@ async def telegram_bridge(tmp_path: Path, fake: FakeTelegram, *, mode: str = "po
         yield daemon
 
 
+def confirm(title: str, **extra: Any) -> dict[str, Any]:
+    """A request body: one `confirm` question ("OK?") under `title`."""
+    return {"title": title, "questions": [{"kind": "confirm", "prompt": "OK?"}], **extra}
+
+
 async def submit(daemon: Daemon, body: dict[str, Any]) -> str:
     async with httpx.AsyncClient(base_url=daemon.base_url) as client:
         resp = await client.post("/v1/requests", json=body)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import ManualClock, refuse_request_updates, wait_for
-from tests.telegram.helpers import closed, last_text_to, posted_message, request_of, submit, telegram_bridge
+from tests.telegram.helpers import closed, confirm, last_text_to, posted_message, request_of, submit, telegram_bridge
 
 MODES = ["polling", "webhook"]
 
@@ -44,7 +44,7 @@ async def test_confirm_approve(tmp_path: Path, fake: FakeTelegram, mode: str) ->
 async def test_confirm_reject_with_reason(tmp_path: Path, fake: FakeTelegram, mode: str) -> None:
     ann = fake.person(42, "Ann")
     async with telegram_bridge(tmp_path, fake, mode=mode) as daemon:
-        rid = await submit(daemon, {"title": "Drop table", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        rid = await submit(daemon, confirm("Drop table"))
         message = await posted_message(fake, 42, "Drop table")
         await ann.press(message, "Reject")
         ask = await last_text_to(fake, 42, "why reject")
@@ -59,7 +59,7 @@ async def test_confirm_reject_with_reason(tmp_path: Path, fake: FakeTelegram, mo
 async def test_reject_twice_means_without_reason(tmp_path: Path, fake: FakeTelegram) -> None:
     ann = fake.person(42, "Ann")
     async with telegram_bridge(tmp_path, fake) as daemon:
-        rid = await submit(daemon, {"title": "Rotate keys", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        rid = await submit(daemon, confirm("Rotate keys"))
         message = await posted_message(fake, 42, "Rotate keys")
         await ann.press(message, "Reject")
         await last_text_to(fake, 42, "why reject")
@@ -75,7 +75,7 @@ async def test_reject_without_a_reason_in_time_is_recorded_without_one(
 ) -> None:
     ann = fake.person(42, "Ann")
     async with telegram_bridge(tmp_path, fake, mode=mode, extra={"telegram": {"reason_wait": "200ms"}}) as daemon:
-        rid = await submit(daemon, {"title": "Rotate keys", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        rid = await submit(daemon, confirm("Rotate keys"))
         message = await posted_message(fake, 42, "Rotate keys")
         await ann.press(message, "Reject")
         ask = await last_text_to(fake, 42, "why reject")
@@ -96,7 +96,7 @@ async def test_overdue_reject_is_kept_while_the_store_refuses_it(
 ) -> None:
     ann = fake.person(42, "Ann")
     async with telegram_bridge(tmp_path, fake, extra={"telegram": {"reason_wait": "200ms"}}) as daemon:
-        rid = await submit(daemon, {"title": "Rotate keys", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        rid = await submit(daemon, confirm("Rotate keys"))
         message = await posted_message(fake, 42, "Rotate keys")
         [db] = list(tmp_path.rglob("bridge.db"))
         await asyncio.to_thread(refuse_request_updates, db, True)  # the database refuses the answer
@@ -114,7 +114,7 @@ async def test_pending_reject_survives_a_restart(tmp_path: Path, fake: FakeTeleg
     ann = fake.person(42, "Ann")
     clock = ManualClock()
     async with telegram_bridge(tmp_path, fake, clock=clock) as daemon:  # reason_wait: 10m
-        rid = await submit(daemon, {"title": "Drop table", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        rid = await submit(daemon, confirm("Drop table"))
         message = await posted_message(fake, 42, "Drop table")
         await ann.press(message, "Reject")
         assert "within 10m" in (await last_text_to(fake, 42, "why reject"))["text"]
@@ -128,7 +128,7 @@ async def test_pending_reject_survives_a_restart(tmp_path: Path, fake: FakeTeleg
 async def test_reason_wait_null_waits_for_the_reply(tmp_path: Path, fake: FakeTelegram) -> None:
     ann = fake.person(42, "Ann")
     async with telegram_bridge(tmp_path, fake, extra={"telegram": {"reason_wait": None}}) as daemon:
-        rid = await submit(daemon, {"title": "Drop table", "questions": [{"kind": "confirm", "prompt": "OK?"}]})
+        rid = await submit(daemon, confirm("Drop table"))
         message = await posted_message(fake, 42, "Drop table")
         await ann.press(message, "Reject")
         ask = await last_text_to(fake, 42, "why reject")

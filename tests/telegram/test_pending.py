@@ -8,16 +8,12 @@ from typing import Any
 import pytest
 
 from tests.fakes.telegram_api import FakeTelegram
-from tests.telegram.helpers import closed, last_text_to, posted_message, submit, telegram_bridge
+from tests.telegram.helpers import closed, confirm, last_text_to, posted_message, submit, telegram_bridge
 
 ROUTES = {"routes": [
     {"match": {"labels.team": "db"}, "notify": ["telegram:77"]},  # Bob's
     {"match": {}, "notify": ["telegram:42"]},  # Ann's
 ]}
-
-
-def confirm(title: str, **extra: object) -> dict[str, object]:
-    return {"title": title, "questions": [{"kind": "confirm", "prompt": "OK?"}], **extra}
 
 
 async def test_pending_lists_this_chats_requests_and_shows_one_again(tmp_path: Path, fake: FakeTelegram) -> None:

@@ -12,12 +12,9 @@ import pytest
 from bridge.daemon import Daemon
 from tests.fakes.telegram_api import FakeTelegram
 from tests.store.conftest import postgres_admin_url, postgres_url  # noqa: F401 - fixtures
-from tests.telegram.helpers import closed, posted_message, submit, telegram_bridge
+from tests.telegram.helpers import closed, confirm, posted_message, submit, telegram_bridge
 
 pytestmark = pytest.mark.postgres
-
-CONFIRM = {"questions": [{"kind": "confirm", "prompt": "OK?"}]}
-
 
 def polls(fake: FakeTelegram) -> int:
     return sum(1 for c in fake.calls if c.method == "getUpdates")
@@ -34,7 +31,7 @@ async def test_one_replica_polls_and_a_standby_takes_over(
             (tmp_path / name).mkdir()
             replicas.append(await stack.enter_async_context(
                 telegram_bridge(tmp_path / name, fake, extra=shared)))
-        first = await submit(replicas[0], {"title": "Deploy web", **CONFIRM})
+        first = await submit(replicas[0], confirm("Deploy web"))
         await ann.press(await posted_message(fake, 42, "Deploy web"), "Approve")
         assert (await closed(replicas[1], first)).answer is not None
         await fake.wait_for(lambda: polls(fake) >= 3)
@@ -46,7 +43,7 @@ async def test_one_replica_polls_and_a_standby_takes_over(
         leader, standby = (replicas[0], replicas[1]) if holds[0] else (replicas[1], replicas[0])
         await leader.stop()  # a rolling deploy stops it; the stack's second stop is harmless
 
-        second = await submit(standby, {"title": "Rotate keys", **CONFIRM})
+        second = await submit(standby, confirm("Rotate keys"))
         await ann.press(await posted_message(fake, 42, "Rotate keys"), "Approve")
         request = await closed(standby, second)
         assert request.answer is not None and request.answer.responder.user_id == "42"
