@@ -134,8 +134,8 @@ async def test_answer_taken_while_the_bridge_was_down_counts_as_delivered(tmp_pa
     workspace = tmp_path / "ws"
     workspace.mkdir()
     started = tmp_path / "resume-started"
-    hang = tmp_path / "resume.py"  # starts, then hangs until the daemon's stop kills it
-    hang.write_text(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(60)\n")
+    hang = tmp_path / "resume.py"  # starts, then waits for the signal of the daemon's stop
+    hang.write_text(f"import pathlib, signal\npathlib.Path({str(started)!r}).touch()\nsignal.pause()\n")
     async with delta_bridge(tmp_path, [str(workspace)], f"{sys.executable} {hang}") as daemon:
         await run_engine(workspace, script(ASKS[0]), "1.10.1")
         request = await wait_request(daemon, lambda r: r.is_open)

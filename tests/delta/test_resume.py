@@ -70,10 +70,10 @@ async def test_secret_on_the_command_line_is_scrubbed_too(tmp_path: Path) -> Non
 async def test_timeout_kills_the_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "child.pid"
     code = (
-        "import subprocess,sys,time;"
-        f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
+        "import signal,subprocess,sys;"
+        f"p=subprocess.Popen([sys.executable,'-c','import signal; signal.pause()']);"
         f"open({str(marker)!r},'w').write(str(p.pid));"
-        "time.sleep(60)"
+        "signal.pause()"
     )
     result = await run_resume([sys.executable, "-c", code], cwd=str(tmp_path), timeout_s=0.5)
     assert result.timed_out and result.exit_code is None
