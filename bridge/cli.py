@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -23,6 +22,7 @@ from bridge.config import Settings, load_settings
 from bridge.crypto import SecretBox
 from bridge.errors import BridgeError, ConfigError
 from bridge.http.views import event_view, outbox_view, post_view, request_view
+from bridge.logs import configure_logging
 from bridge.models import QuestionKind, RequestState, Responder
 from bridge.router import Router
 from bridge.service import BridgeService
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(settings.log_level, settings.log_format)
     try:
         sys.exit(asyncio.run(args.func(args, settings)))
     except ConfigError as exc:
@@ -125,7 +125,8 @@ async def open_service(settings: Settings) -> BridgeService:
 
 
 def api_client(settings: Settings) -> httpx.AsyncClient:
-    headers = {"Authorization": f"Bearer {settings.http.api_tokens[0]}"} if settings.http.api_tokens else {}
+    token = settings.http.first_token
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     host = settings.http.host
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"

@@ -10,7 +10,7 @@ import os
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -41,21 +41,62 @@ class StoreSettings(_Strict):
         return url
 
 
+TOKEN_NAME_PATTERN = r"^[A-Za-z0-9_.@-]{1,64}$"
+
+
+class ApiToken(_Strict):
+    """One bearer token for /v1. Its name is the identity that answers with it (`api:<name>`)."""
+
+    token: str = Field(min_length=16, max_length=512)
+    #: may answer in the name of others (the body's `responder` names who): a chat relay,
+    #: an operator's tool. Without it a token votes only as itself.
+    act_for_others: bool = False
+
+
 class HttpSettings(_Strict):
     listen: str = "127.0.0.1:8787"
-    api_tokens: list[str] = Field(default_factory=list)
+    #: name -> token (or {token, act_for_others}); a plain list names them api, api-2, ...
+    api_tokens: dict[str, ApiToken] = Field(default_factory=dict)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
     callback_allow: list[str] = Field(default_factory=list)  # host globs; empty: any host
     public_url: str | None = None  # how people reach this bridge (links in messages)
 
+    @field_validator("api_tokens", mode="before")
+    @classmethod
+    def _named_tokens(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list):
+            value = {("api" if i == 0 else f"api-{i + 1}"): t for i, t in enumerate(value)}
+        if not isinstance(value, dict):
+            raise ValueError("expected a map of name: token (or a list of tokens)")
+        out: dict[str, Any] = {}
+        for name, token in value.items():
+            if token in ("", None) or (isinstance(token, dict) and token.get("token") in ("", None)):
+                continue  # an unset optional token
+            if not isinstance(name, str) or not re.match(TOKEN_NAME_PATTERN, name):
+                raise ValueError(f"token name {str(name)[:40]!r}: use 1-64 letters, digits, '_.@-'")
+            if isinstance(token, str):
+                if len(token) < 16:
+                    raise ValueError(f"API token {name!r} must be at least 16 characters")
+                token = {"token": token}
+            out[name] = token
+        return out
+
     @field_validator("api_tokens")
     @classmethod
-    def _drop_empty(cls, tokens: list[str]) -> list[str]:
-        tokens = [t for t in tokens if t]
-        for t in tokens:
-            if len(t) < 16:
-                raise ValueError("an API token must be at least 16 characters")
+    def _distinct(cls, tokens: dict[str, ApiToken]) -> dict[str, ApiToken]:
+        values = [t.token for t in tokens.values()]
+        if len(set(values)) != len(values):
+            raise ValueError("two API tokens have the same value: each name needs its own token")
         return tokens
+
+    @property
+    def first_token(self) -> str | None:
+        """A token for the daemon's own clients (the CLI, the demo)."""
+        return next(iter(self.api_tokens.values())).token if self.api_tokens else None
 
     @field_validator("listen")
     @classmethod
@@ -171,6 +212,7 @@ class Settings(_Strict):
     secrets: SecretsSettings = Field(default_factory=SecretsSettings)
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     log_level: str = "INFO"
+    log_format: Literal["text", "json"] = "text"
     # adapter sections: validated by the adapter that owns them (see bridge.registry)
     slack: dict[str, Any] | None = None
     telegram: dict[str, Any] | None = None

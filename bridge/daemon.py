@@ -124,7 +124,9 @@ class Daemon:
                 delay = min(delay * 2, 60)
 
     async def _readiness(self) -> dict[str, Any]:
-        return {"channels": [c.name for c in self.channels], "sources": [s.name for s in self.sources]}
+        ready, checks = await self.service.health.ready()
+        return {"ready": ready, "channels": [c.name for c in self.channels],
+                "sources": [s.name for s in self.sources], "checks": [c.as_dict() for c in checks]}
 
     async def _serve(self) -> None:
         config = uvicorn.Config(

@@ -165,7 +165,8 @@ async def serve_receiver(receiver: Receiver) -> AsyncIterator[Receiver]:
 async def create_requests(base_url: str, settings: Settings, receiver: Receiver) -> list[str]:
     """POST every demo request to the bridge's own intake; return their ids."""
     run = secrets.token_hex(3)
-    headers = {"Authorization": f"Bearer {settings.http.api_tokens[0]}"} if settings.http.api_tokens else {}
+    token = settings.http.first_token
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     ids = []
     async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=10) as client:
         for spec in demo_requests():

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from bridge.health import Health
 from bridge.models import Answer, Request, RequestIn, Responder
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ class Outcome:
 
 class RequestSink(Protocol):
     """What a source feeds: the bridge core."""
+
+    #: where a source or channel reports its state (`/readyz`, `doctor`, `/metrics` read it)
+    health: Health
 
     async def submit(
         self,

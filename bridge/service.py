@@ -10,6 +10,7 @@ from typing import Any
 from bridge.config import Route
 from bridge.crypto import SecretBox
 from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound
+from bridge.health import Health
 from bridge.models import (
     OPEN_STATES,
     Answer,
@@ -54,6 +55,7 @@ class BridgeService:
         self.channels = list(channels)
         self.sources: dict[str, Source] = dict(sources or {})
         self.changes = ChangeFeed()
+        self.health = Health()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers

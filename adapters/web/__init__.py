@@ -29,8 +29,8 @@ class WebChannel:
     def __init__(self, config: WebConfig, ctx: AdapterContext) -> None:
         self.config = config
         http = ctx.settings.http
-        self.auth = InboxAuth(config, api_tokens=list(http.api_tokens), loopback_only=http.loopback_only,
-                              base_secret=ctx.settings.secrets.key)
+        self.auth = InboxAuth(config, api_tokens={n: t.token for n, t in http.api_tokens.items()},
+                              loopback_only=http.loopback_only, base_secret=ctx.settings.secrets.key)
         self.inbox = Inbox(config, self.auth, ctx.clock)
         self.bridge: BridgeAPI | None = None
         if config.session_secret is None and ctx.settings.secrets.key is None and not self.auth.open:

@@ -48,12 +48,12 @@ class InboxAuth:
     """Login, sessions and CSRF for the inbox. `open` when nobody configured any credential
     and the bridge listens on loopback only."""
 
-    def __init__(self, config: WebConfig, *, api_tokens: list[str], loopback_only: bool,
+    def __init__(self, config: WebConfig, *, api_tokens: dict[str, str], loopback_only: bool,
                  base_secret: str | None) -> None:
         self.password = config.password.get_secret_value() if config.password else None
         self.tokens: dict[str, str] = {name: t.get_secret_value() for name, t in config.tokens.items()}
-        for i, token in enumerate(api_tokens):  # an API token also opens the inbox
-            self.tokens.setdefault("api" if i == 0 else f"api-{i + 1}", token)
+        for name, token in api_tokens.items():  # an API token also opens the inbox, as its name
+            self.tokens.setdefault(name, token)
         self.open = not self.password and not self.tokens and loopback_only
         self.ttl_s = config.session_ttl_s
         self.max_failures = config.max_login_failures

@@ -97,7 +97,9 @@ def create_app(
             return JSONResponse(status_code=503, content={"status": "store unavailable", "error": str(exc)})
         extra = await readiness() if readiness else {}
         if extra.get("ready") is False:
-            return JSONResponse(status_code=503, content={"status": "starting", **extra})
+            reasons = [f"{c['component']}: {c['summary']}" for c in extra.get("checks", [])
+                       if c.get("status") == "failing"]
+            return JSONResponse(status_code=503, content={"status": "not ready", "reasons": reasons, **extra})
         return {"status": "ready", "requests": counts, **extra}
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)

@@ -10,16 +10,23 @@ from fastapi import HTTPException, Request, status
 from bridge.config import Settings
 
 
-def token_ok(settings: Settings, header: str | None) -> bool:
-    tokens = settings.http.api_tokens
-    if not tokens:
-        return True
+def token_name(settings: Settings, header: str | None) -> str | None:
+    """The name of the configured token in an `Authorization: Bearer` header, else None.
+    Every token is compared in constant time, with no early exit on a match."""
     if not header or not header.lower().startswith("bearer "):
-        return False
+        return None
     given = header[7:].strip().encode()
-    # compare against every token in constant time; no early exit on a match
-    matches = [hmac.compare_digest(given, t.encode()) for t in tokens]
-    return any(matches)
+    found = None
+    for name, token in settings.http.api_tokens.items():
+        if hmac.compare_digest(given, token.token.encode()) and found is None:
+            found = name
+    return found
+
+
+def token_ok(settings: Settings, header: str | None) -> bool:
+    if not settings.http.api_tokens:
+        return True
+    return token_name(settings, header) is not None
 
 
 async def require_api_token(request: Request) -> None:

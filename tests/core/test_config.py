@@ -42,7 +42,7 @@ routes:
 """)
     settings = load_settings(path, env={"TOKEN": "t" * 20, "HITL_BRIDGE__HTTP__LISTEN": "127.0.0.1:9100",
                                         "HITL_BRIDGE__HTTP__MAX_BODY_BYTES": "4096"})
-    assert settings.http.api_tokens == ["t" * 20]  # the unset one is dropped
+    assert {n: t.token for n, t in settings.http.api_tokens.items()} == {"api": "t" * 20}  # the unset one is dropped
     assert settings.http.listen == "127.0.0.1:9100"
     assert settings.http.max_body_bytes == 4096
     assert settings.secrets.key == "fallback-passphrase"

@@ -76,7 +76,7 @@ def test_votes_are_shown_readably() -> None:
 
 
 def make_auth(**config: object) -> InboxAuth:
-    return InboxAuth(WebConfig.model_validate(config), api_tokens=[], loopback_only=True, base_secret=None)
+    return InboxAuth(WebConfig.model_validate(config), api_tokens={}, loopback_only=True, base_secret=None)
 
 
 def test_sessions_expire_and_are_bound_to_the_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,8 +95,8 @@ def test_sessions_expire_and_are_bound_to_the_credentials(monkeypatch: pytest.Mo
 def test_open_only_without_credentials_on_loopback() -> None:
     assert make_auth().open
     assert not make_auth(password="password-1").open
-    assert not InboxAuth(WebConfig(), api_tokens=[], loopback_only=False, base_secret=None).open
-    assert not InboxAuth(WebConfig(), api_tokens=["x" * 16], loopback_only=True, base_secret=None).open
+    assert not InboxAuth(WebConfig(), api_tokens={}, loopback_only=False, base_secret=None).open
+    assert not InboxAuth(WebConfig(), api_tokens={"api": "x" * 16}, loopback_only=True, base_secret=None).open
 
 
 def test_login_checks() -> None:

@@ -1,0 +1,104 @@
+"""Logging for the daemon and the CLI: one setup, plain text or JSON lines, and repeats held back.
+
+A hostile or broken input can make the same warning fire hundreds of times a second (a
+mailbox file rewritten in a loop, a flood of half-open connections). `RepeatLimiter` lets
+the first occurrence of a message through, holds back identical ones for `window_s`, and
+then says how many it held back, so the log stays readable and the disk stays free.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Literal, TextIO
+
+LogFormat = Literal["text", "json"]
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: libraries whose INFO lines are noise for an operator (one per HTTP call, per scheduler tick)
+QUIET_LIBRARIES = ("httpx", "httpcore", "apscheduler", "aiosqlite", "asyncio", "slack_bolt", "telegram.ext",
+                   "hpack", "watchfiles", "mcp", "aiosmtplib", "aiosmtpd", "mail.log")
+_INSTALLED_MARK = "_hitl_bridge_handler"
+
+
+class RepeatLimiter(logging.Filter):
+    """Let through the first record of each (logger, level, message template, args) in every
+    `window_s`; count the ones held back and report the count with the next one let through.
+
+    Records at ERROR and above are limited too (a traceback per request is the worst flood),
+    but each distinct message still appears at least once per window.
+    """
+
+    def __init__(self, window_s: float = 60.0, max_keys: int = 4096, clock: Any = time.monotonic) -> None:
+        super().__init__()
+        self.window_s = window_s
+        self.max_keys = max_keys
+        self._clock = clock
+        self._seen: OrderedDict[tuple[Any, ...], list[float]] = OrderedDict()  # key -> [first_at, held]
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or getattr(record, "no_limit", False):
+            return True
+        try:
+            key = (record.name, record.levelno, str(record.msg), _hashable(record.args))
+        except Exception:  # an unhashable argument: never drop what cannot be compared
+            return True
+        now = self._clock()
+        with self._lock:
+            entry = self._seen.get(key)
+            if entry is not None and now - entry[0] < self.window_s:
+                entry[1] += 1
+                return False
+            held = int(entry[1]) if entry is not None else 0
+            self._seen[key] = [now, 0]
+            self._seen.move_to_end(key)
+            while len(self._seen) > self.max_keys:
+                self._seen.popitem(last=False)
+        if held:
+            record.msg = f"{record.msg} (repeated {held} more time(s) in the last {self.window_s:.0f}s)"
+        return True
+
+
+def _hashable(args: Any) -> Any:
+    if isinstance(args, dict):
+        return tuple(sorted((str(k), repr(v)) for k, v in args.items()))
+    if isinstance(args, tuple):
+        return tuple(repr(a) for a in args)
+    return repr(args)
+
+
+def _json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.json import JsonFormatter
+
+    return JsonFormatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        timestamp=False,
+    )
+
+
+def configure_logging(level: str = "INFO", fmt: LogFormat = "text", *, stream: TextIO | None = None,
+                      repeat_window_s: float = 60.0) -> logging.Handler:
+    """Install one handler on the root logger (replacing an earlier one of ours): `text` or
+    `json` lines, identical warnings held back per `repeat_window_s`, noisy libraries at
+    WARNING. Returns the handler (tests read what it wrote)."""
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, _INSTALLED_MARK, False)]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    setattr(handler, _INSTALLED_MARK, True)
+    handler.setFormatter(_json_formatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.addFilter(RepeatLimiter(repeat_window_s))
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    if root.level <= logging.DEBUG:
+        return handler  # asked for everything: the libraries' lines too
+    for name in QUIET_LIBRARIES:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET or logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+    return handler
