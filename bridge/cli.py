@@ -121,7 +121,7 @@ async def open_service(settings: Settings) -> BridgeService:
     store: Store = open_store_from_url(settings.store.url)
     await store.open()
     return BridgeService(store, Router(settings.routes, settings.default_route),
-                         SecretBox(settings.secrets.key), SystemClock())
+                         SecretBox(settings.secrets.key), SystemClock(), people=settings.directory)
 
 
 def api_client(settings: Settings) -> httpx.AsyncClient:

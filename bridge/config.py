@@ -13,10 +13,20 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bridge.durations import parse_duration
 from bridge.errors import ConfigError
+from bridge.people import People, PeopleError
 
 ENV_PREFIX = "HITL_BRIDGE__"
 CONFIG_ENV = "HITL_BRIDGE_CONFIG"
@@ -167,6 +177,8 @@ class Route(_Strict):
     timeout: Duration | None = None
     on_timeout: OnTimeout | None = None
     max_timeout: Duration | None = None
+    #: refuse an approval from the person the request names in `requested_by`
+    forbid_self_approval: bool = False
 
     @model_validator(mode="after")
     def _levels_in_order(self) -> Route:
@@ -177,15 +189,20 @@ class Route(_Strict):
                                  "(levels in increasing order)")
         return self
 
-    @model_validator(mode="after")
-    def _timing_is_possible(self) -> Route:
+    def check_quorum(self, people: People) -> None:
+        """Refuse a quorum larger than the people who could ever answer on this route."""
         from bridge.timers import max_possible_responders  # bridge.timers imports this module
 
         where = f"route {self.name!r}: " if self.name else ""
-        most = max_possible_responders(self)
+        most = max_possible_responders(self, people)
         if most is not None and self.quorum > most:
             raise ValueError(f"{where}quorum {self.quorum} is larger than the {most} people who may "
                              "answer (responders plus escalation targets)")
+
+    @model_validator(mode="after")
+    def _timing_is_possible(self) -> Route:
+        where = f"route {self.name!r}: " if self.name else ""
+        self.check_quorum(People())
         answer = self.on_timeout.answer if self.on_timeout else None
         if answer is not None and not _could_be_an_answer(answer):
             raise ValueError(f"{where}on_timeout.answer {answer!r} cannot answer any question "
@@ -220,8 +237,13 @@ class Settings(_Strict):
     sources: list[dict[str, Any]] = Field(default_factory=lambda: [{"type": "webhook"}])
     routes: list[Route] = Field(default_factory=list)
     default_route: Route = Field(default_factory=lambda: Route(name="default"))
+    #: person -> handles (`slack:U…`, `telegram:<id>`, `web:<login>`, `email:<address>`, `api:<token>`)
+    people: dict[str, list[str]] = Field(default_factory=dict)
+    #: group -> people
+    groups: dict[str, list[str]] = Field(default_factory=dict)
     # where the settings came from, for error messages
     origin: str = Field(default=EMBEDDED, exclude=True)
+    _people: People = PrivateAttr(default_factory=People)
 
     @field_validator("sources")
     @classmethod
@@ -240,6 +262,29 @@ class Settings(_Strict):
             self.default_route.name = "default"
         return self
 
+    @model_validator(mode="after")
+    def _people_hold_together(self) -> Settings:
+        try:
+            self._people = People(self.people, self.groups)
+        except PeopleError as exc:
+            raise ValueError(str(exc)) from None
+        for i, route in enumerate([*self.routes, self.default_route]):
+            key = f"routes[{i}]" if i < len(self.routes) else "default_route"
+            entries = [*route.responders, *(t for level in route.escalate for t in level.notify)]
+            unknown = self._people.unknown_references(entries)
+            if unknown:
+                raise ValueError(f"{key}: {', '.join(unknown)} is not defined in people: / groups:")
+            try:
+                route.check_quorum(self._people)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+        return self
+
+    @property
+    def directory(self) -> People:
+        """The people and groups, resolved (bridge.people)."""
+        return self._people
+
     @property
     def data_dir(self) -> Path:
         if self.store.url.startswith("sqlite:///"):
@@ -247,6 +292,7 @@ class Settings(_Strict):
         return Path(".hitl-bridge")
 
 
+_KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups)[\w.\[\]-]*): (.*)$", re.S)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -346,6 +392,9 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
         reason = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             reason = "unknown key (check the spelling; see config/ for examples)"
+        named = _KEYED_REASON.match(reason) if not key else None
+        if named:  # a whole-config check that names the key it is about
+            key, reason = named.group(1), named.group(2)
         more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
         raise ConfigError(origin, key, reason + more) from None
     settings.origin = origin

@@ -91,7 +91,7 @@ class Daemon:
         router = Router(self.settings.routes, self.settings.default_route)
         self.service = BridgeService(
             self.store, router, SecretBox(self.settings.secrets.key), self.clock,
-            channels=self.channels, sources={s.name: s for s in self.sources},
+            channels=self.channels, sources={s.name: s for s in self.sources}, people=self.settings.directory,
         )
         if self.settings.secrets.key is None:
             log.info("no secrets.key: secret answers are delivered but not kept")

@@ -44,6 +44,15 @@ class NotAllowed(BridgeError):
         self.who = who
 
 
+class SelfApproval(NotAllowed):
+    """The route forbids approving one's own request (`forbid_self_approval`)."""
+
+    def __init__(self, who: str) -> None:
+        BridgeError.__init__(self, f"{who} asked for this request: someone else must approve it "
+                                   "(the route forbids self-approval)")
+        self.who = who
+
+
 class AnswerRejected(BridgeError):
     """The answer does not fit the questions."""
 

@@ -221,6 +221,9 @@ class RequestIn(BaseModel):
     labels: dict[str, str] = Field(default_factory=dict)
     questions: list[Question] = Field(min_length=1, max_length=50)
     responders: list[str] = Field(default_factory=list, max_length=200)
+    #: who asked (a person's name from `people:`, or a handle): with a route's
+    #: `forbid_self_approval` that person cannot approve it
+    requested_by: str | None = Field(default=None, max_length=200)
     timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     deadline: datetime | None = None
     callback: Callback | None = None
@@ -260,10 +263,12 @@ class Responder(BaseModel):
     platform: str
     user_id: str
     name: str = ""
+    #: the person this handle belongs to (config `people:`), when known
+    person: str | None = None
 
     @property
     def display(self) -> str:
-        return self.name or self.user_id
+        return self.person or self.name or self.user_id
 
     @property
     def key(self) -> str:
@@ -289,6 +294,8 @@ class Request(RequestIn):
     source: str = "webhook"
     format: Literal["native", "structured"] = "native"
     source_ref: dict[str, Any] = Field(default_factory=dict)
+    #: the verified handle that submitted it (an API token: `api:<name>`), when known
+    created_by: str | None = None
     state: RequestState = RequestState.pending
     route: str = "default"
     targets: list[str] = Field(default_factory=list)

@@ -53,8 +53,10 @@ class RequestSink(Protocol):
         source: str,
         source_ref: dict[str, Any] | None = None,
         format: str = "native",
+        created_by: str | None = None,
     ) -> tuple[Request, bool]:
-        """Store (or find, by `external_id`) a request; True when it was new."""
+        """Store (or find, by `external_id`) a request; True when it was new. `created_by` is
+        the verified handle of the caller that submitted it (an API token: `api:<name>`)."""
         ...
 
     async def withdraw(self, source: str, external_id: str, reason: str) -> Request | None:

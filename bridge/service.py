@@ -9,7 +9,7 @@ from typing import Any
 
 from bridge.config import Route
 from bridge.crypto import SecretBox
-from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound
+from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound, SelfApproval
 from bridge.health import Health
 from bridge.models import (
     OPEN_STATES,
@@ -26,6 +26,7 @@ from bridge.models import (
     new_request_id,
 )
 from bridge.notify import ChangeFeed
+from bridge.people import People
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
 from bridge.store.base import Store, Vote
@@ -47,9 +48,11 @@ class BridgeService:
         clock: Clock,
         channels: Sequence[Channel] = (),
         sources: dict[str, Source] | None = None,
+        people: People | None = None,
     ) -> None:
         self.store = store
         self.router = router
+        self.people = people or People()
         self.secrets = secrets
         self.clock = clock
         self.channels = list(channels)
@@ -98,10 +101,12 @@ class BridgeService:
         source: str,
         source_ref: dict[str, Any] | None = None,
         format: str = "native",
+        created_by: str | None = None,
     ) -> tuple[Request, bool]:
         now = self.clock.now()
         stored = Request(
             **request.model_dump(),
+            created_by=created_by,
             id=new_request_id(),
             source=source,
             format="structured" if format == "structured" else "native",
@@ -214,6 +219,8 @@ class BridgeService:
             return True
         if responder.key in request.responders:
             return True
+        if any(self.people.admits(entry, responder) for entry in request.responders):
+            return True  # person:, group:, or another handle of the same person
         for entry in request.responders:
             channel = self.channel_for(entry)
             is_member = getattr(channel, "is_member", None)
@@ -265,7 +272,15 @@ class BridgeService:
                             {"name": responder.name, "via": via, "reason": "not in responders"})
             raise NotAllowed(responder.display)
         clean = self.validate(request, values)
-        quorum = self.route_of(request).quorum
+        route = self.route_of(request)
+        if route.forbid_self_approval and via != "timeout" and self._asked_by(request, responder) \
+                and not self._is_rejection(request, clean):
+            await self.note(request_id, "refused", responder.key,
+                            {"name": responder.name, "via": via, "reason": "self-approval",
+                             "requested_by": request.requested_by})
+            raise SelfApproval(self.people.display(responder))
+        responder = self._identified(responder)
+        quorum = route.quorum
         if quorum > 1 and via != "timeout":
             decided = await self._vote(request, responder, clean, quorum, via)
             if decided is None:
@@ -276,17 +291,38 @@ class BridgeService:
                 return current
         return await self._record(request, responder, clean, via=via, reason=reason)
 
+    def _asked_by(self, request: Request, responder: Responder) -> bool:
+        """True when `responder` is the person the request names in `requested_by`, or the
+        token that submitted it."""
+        askers = [a for a in (request.requested_by, request.created_by) if a]
+        voter = self.people.voter(responder)
+        return any(voter == self.people.voter_of(asker) for asker in askers)
+
+    @staticmethod
+    def _is_rejection(request: Request, clean: dict[str, Any]) -> bool:
+        return any(q.kind is QuestionKind.confirm and clean.get(q.id) == "no" for q in request.questions)
+
+    def _identified(self, responder: Responder) -> Responder:
+        """`responder` with the person its handle belongs to (from `people:`), if any."""
+        person = self.people.person_of(responder.key) if responder.platform != "person" else responder.user_id
+        if person is None or responder.person == person:
+            return responder
+        return responder.model_copy(update={"person": person})
+
     async def _vote(self, request: Request, responder: Responder, clean: dict[str, Any],
                     quorum: int, via: str) -> bool | None:
-        """Record one vote. True: final (quorum met or a rejection); None: still open."""
+        """Record one vote per person (`people:` joins one person's handles). True: final
+        (quorum met or a rejection); None: still open."""
         import json
 
-        rejection = any(q.kind is QuestionKind.confirm and clean.get(q.id) == "no" for q in request.questions)
+        rejection = self._is_rejection(request, clean)
         value = json.dumps(self._redact(request, clean), sort_keys=True)
         now = self.clock.now()
-        first = await self.store.add_vote(Vote(request.id, responder.key, value, responder.display, now))
+        voter = self.people.voter(responder)
+        first = await self.store.add_vote(Vote(request.id, voter, value, self.people.display(responder), now))
         await self.note(request.id, "vote" if first else "duplicate_vote", responder.key,
-                        {"name": responder.name, "via": via, "value": self._redact(request, clean)})
+                        {"name": responder.name, "via": via, "voter": voter,
+                         "value": self._redact(request, clean)})
         if rejection and first:
             return True
         votes = await self.store.list_votes(request.id)

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 
 from bridge.config import EscalationLevel, Route
 from bridge.models import Request
+from bridge.people import People
 
 #: instants closer than this are the same instant (stored timestamps keep microseconds)
 EPSILON = timedelta(milliseconds=1)
@@ -159,17 +160,29 @@ def person_key(entry: str) -> str | None:
     return None
 
 
-def max_possible_responders(route: Route) -> int | None:
+def voters_of_entry(entry: str, people: People) -> set[str] | None:
+    """The voters one responders/notify entry can bring, or None when a channel decides
+    (a Slack user group, a channel, a Telegram group) or the entry is not in `people`."""
+    if entry.startswith(("person:", "group:")):
+        if not people.voters_named(entry):
+            return None  # not defined here (checked where the people are known)
+        return people.voters_named(entry)
+    key = person_key(entry)
+    return None if key is None else {people.voter_of(key)}
+
+
+def max_possible_responders(route: Route, people: People) -> int | None:
     """The most distinct people who may ever answer on this route, or None when unbounded
-    (no responders list, or an entry that names a group)."""
+    (no responders list, or an entry that names a group a channel resolves)."""
     if not route.responders:
         return None
     current: set[str] = set()
     most = 0
     for entries, replace in [(route.responders, True)] + [(lv.notify, lv.replace) for lv in route.escalate]:
-        keys = [person_key(e) for e in entries]
-        if any(k is None for k in keys):
+        found = [voters_of_entry(e, people) for e in entries]
+        if any(v is None for v in found):
             return None
-        current = set(keys) if replace else current | set(keys)  # type: ignore[arg-type]
+        named = set().union(*found) if found else set()  # type: ignore[arg-type]
+        current = named if replace else current | named
         most = max(most, len(current))
     return most

@@ -37,7 +37,7 @@ from adapters.slack.modals import (
     reject_modal,
 )
 from adapters.slack.text import clock, truncate
-from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound
+from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound, SelfApproval
 from bridge.models import InvalidAnswer, QuestionKind, Request, Responder
 
 if TYPE_CHECKING:
@@ -71,6 +71,8 @@ def refusal_text(exc: Exception) -> str:
         return "The bridge could not record your answer just now. Please try again."
     if isinstance(exc, VoteCounted):
         return "Your vote is counted; the request needs more approvals before it is decided."
+    if isinstance(exc, SelfApproval):
+        return f"{exc}."
     if isinstance(exc, NotAllowed):
         return NOT_ALLOWED
     if isinstance(exc, NotFound):

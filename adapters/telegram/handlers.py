@@ -22,7 +22,7 @@ from adapters.telegram.render import esc
 from adapters.telegram.sessions import Sessions, mention
 from adapters.telegram.state import PendingReason, Prompt, TokenRecord
 from bridge.durations import format_duration
-from bridge.errors import AlreadyClosed, BridgeError, NotAllowed
+from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, SelfApproval
 from bridge.models import QuestionKind, Request, Responder
 
 if TYPE_CHECKING:
@@ -212,6 +212,8 @@ class Interactions:
         try:
             updated = await self.channel.bridge.answer(request.id, responder, values, via="telegram", reason=reason)
         except AlreadyClosed as exc:
+            text = f"Not recorded: {exc}."
+        except SelfApproval as exc:
             text = f"Not recorded: {exc}."
         except NotAllowed:
             text = "You are not allowed to answer this request."

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from adapters.web.settings import WebConfig
+from bridge.people import LOCAL, SHARED_PASSWORD
 
 SESSION_COOKIE = "hitl_session"
 CSRF_COOKIE = "hitl_csrf"
 COOKIE_PATH = "/inbox"
-LOCAL_IDENTITY = "local"
+LOCAL_IDENTITY = LOCAL
 _FAILURE_WINDOW_S = 300.0
 _MAX_TRACKED_CLIENTS = 10_000
 
@@ -38,10 +39,27 @@ class LoginRefused(Exception):
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is acting in the inbox (recorded as the responder `web:<identity>`)."""
+    """Who is acting in the inbox, recorded as the responder `<platform>:<identity>`:
+    `web:<name>` for a personal inbox token, `api:<name>` for an API token, `web:local` on
+    an open inbox, and `web:shared-password` for everyone who used the shared password
+    (whatever name they typed: one identity for quorum)."""
 
     identity: str
     how: str  # "open" | "session" | "bearer"
+    name: str = ""  # shown; for the shared password, the name that was typed
+    platform: str = "web"
+
+    @property
+    def display(self) -> str:
+        return self.name or self.identity
+
+    @property
+    def shared(self) -> bool:
+        return self.identity == SHARED_PASSWORD
+
+    @property
+    def handle(self) -> str:
+        return f"{self.platform}:{self.identity}"
 
 
 class InboxAuth:
@@ -52,12 +70,11 @@ class InboxAuth:
                  base_secret: str | None) -> None:
         self.password = config.password.get_secret_value() if config.password else None
         self.tokens: dict[str, str] = {name: t.get_secret_value() for name, t in config.tokens.items()}
-        for name, token in api_tokens.items():  # an API token also opens the inbox, as its name
-            self.tokens.setdefault(name, token)
-        self.open = not self.password and not self.tokens and loopback_only
+        self.api_tokens = dict(api_tokens)  # an API token also opens the inbox, as `api:<name>`
+        self.open = not self.password and not self.tokens and not self.api_tokens and loopback_only
         self.ttl_s = config.session_ttl_s
         self.max_failures = config.max_login_failures
-        self._key = _signing_key(config, base_secret, self.password, self.tokens)
+        self._key = _signing_key(config, base_secret, self.password, self.tokens, self.api_tokens)
         self._failures: dict[str, deque[float]] = defaultdict(deque)
 
     # credentials --------------------------------------------------------------------------
@@ -65,26 +82,28 @@ class InboxAuth:
     def accepts_password(self) -> bool:
         return self.password is not None
 
-    def check_login(self, client: str, name: str, secret: str) -> str:
-        """Return the identity for a correct password (with a name) or token; else raise."""
+    def check_login(self, client: str, name: str, secret: str) -> Viewer:
+        """Return who logs in with a correct token, or the password (with a name); else raise."""
         self._throttle(client)
-        identity = self.token_identity(secret)
-        if identity is None and self.password is not None and _equal(secret, self.password):
+        viewer = self.token_viewer(secret, "session")
+        if viewer is None and self.password is not None and _equal(secret, self.password):
             if not name:
-                raise LoginRefused("enter your name (it is recorded with your answers)", status=400)
-            identity = name
-        if identity is None:
+                raise LoginRefused("enter your name (it is shown with your answers)", status=400)
+            viewer = Viewer(SHARED_PASSWORD, "session", name=name)
+        if viewer is None:
             self._record_failure(client)
             raise LoginRefused("wrong password or token")
         self._failures.pop(client, None)
-        return identity
+        return viewer
 
-    def token_identity(self, given: str) -> str | None:
-        """The name a token belongs to; every token is compared (constant time, no early exit)."""
-        found = None
-        for name, token in self.tokens.items():
-            if _equal(given, token) and found is None:
-                found = name
+    def token_viewer(self, given: str, how: str) -> Viewer | None:
+        """Who a token belongs to (a personal inbox token, then an API token); every token
+        is compared in constant time with no early exit."""
+        found: Viewer | None = None
+        for platform, tokens in (("web", self.tokens), ("api", self.api_tokens)):
+            for name, token in tokens.items():
+                if _equal(given, token) and found is None:
+                    found = Viewer(name, how, name=name, platform=platform)
         return found
 
     def _record_failure(self, client: str) -> None:
@@ -107,13 +126,14 @@ class InboxAuth:
             self._failures.pop(client, None)
 
     # sessions -----------------------------------------------------------------------------
-    def new_session(self, identity: str) -> str:
-        payload = {"u": identity, "exp": int(time.time()) + self.ttl_s, "n": secrets.token_urlsafe(8)}
+    def new_session(self, viewer: Viewer) -> str:
+        payload = {"u": viewer.identity, "p": viewer.platform, "d": viewer.name,
+                   "exp": int(time.time()) + self.ttl_s, "n": secrets.token_urlsafe(8)}
         body = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode().rstrip("=")
         return f"v1.{body}.{self._sign('session:' + body)}"
 
-    def read_session(self, cookie: str | None) -> str | None:
-        """The identity in a valid, unexpired session cookie; None for anything else."""
+    def read_session(self, cookie: str | None) -> Viewer | None:
+        """Who a valid, unexpired session cookie belongs to; None for anything else."""
         if not cookie or len(cookie) > 4096:
             return None
         parts = cookie.split(".")
@@ -131,20 +151,21 @@ class InboxAuth:
         exp = payload.get("exp")
         if not isinstance(exp, int) or exp < time.time():
             return None
-        identity: str = payload["u"]
-        return identity
+        platform, name = payload.get("p", "web"), payload.get("d", "")
+        if platform not in ("web", "api") or not isinstance(name, str):
+            return None
+        return Viewer(payload["u"], "session", name=name or payload["u"], platform=platform)
 
     def viewer(self, request: Request) -> Viewer | None:
         """Who sent `request`, or None when a login is needed."""
         header = request.headers.get("authorization", "")
         if header.lower().startswith("bearer "):
-            identity = self.token_identity(header[7:].strip())
-            return Viewer(identity, "bearer") if identity else None
-        identity = self.read_session(request.cookies.get(SESSION_COOKIE))
-        if identity is not None:
-            return Viewer(identity, "session")
+            return self.token_viewer(header[7:].strip(), "bearer")
+        session = self.read_session(request.cookies.get(SESSION_COOKIE))
+        if session is not None:
+            return session
         if self.open:
-            return Viewer(LOCAL_IDENTITY, "open")
+            return Viewer(LOCAL_IDENTITY, "open", name=LOCAL_IDENTITY)
         return None
 
     # CSRF ---------------------------------------------------------------------------------
@@ -187,7 +208,7 @@ def _equal(given: str, expected: str) -> bool:
 
 
 def _signing_key(config: WebConfig, base_secret: str | None, password: str | None,
-                 tokens: dict[str, str]) -> bytes:
+                 tokens: dict[str, str], api_tokens: dict[str, str]) -> bytes:
     """Per config: changing the password or a token ends every session."""
     if config.session_secret is not None:
         base = config.session_secret.get_secret_value().encode()
@@ -195,5 +216,5 @@ def _signing_key(config: WebConfig, base_secret: str | None, password: str | Non
         base = hashlib.sha256(b"hitl-bridge web session\0" + base_secret.encode()).digest()
     else:
         base = secrets.token_bytes(32)  # sessions end when the daemon restarts
-    credentials = json.dumps([password, sorted(tokens.items())]).encode()
+    credentials = json.dumps([password, sorted(tokens.items()), sorted(api_tokens.items())]).encode()
     return hmac.new(base, credentials, hashlib.sha256).digest()

@@ -229,7 +229,7 @@ class Inbox:
         if not parsed.ok:
             return await self._detail(request, viewer, found, status=422, errors=parsed.errors,
                                       prior=parsed.prior, problem="Some answers need fixing (see below).")
-        responder = Responder(platform="web", user_id=viewer.identity, name=viewer.identity)
+        responder = Responder(platform=viewer.platform, user_id=viewer.identity, name=viewer.display)
         service = self._service(request)
         try:
             updated = await service.answer(found.id, responder, parsed.values, via="web", reason=parsed.reason)
@@ -245,7 +245,7 @@ class Inbox:
         if found is None:
             return self._message(request, 404, "Not found", "There is no such request.", viewer)
         try:
-            await self._service(request).redeliver(found.id, actor=f"web:{viewer.identity}")
+            await self._service(request).redeliver(found.id, actor=viewer.handle)
         except BridgeError as exc:
             current = await self._service(request).get(found.id) or found
             return await self._detail(request, viewer, current, status=exc.status, problem=str(exc))
@@ -287,11 +287,11 @@ class Inbox:
             return refuse(401, "Enter the inbox password or your token.")
         client = request.client.host if request.client else "-"
         try:
-            identity = self.auth.check_login(client, name, secret)
+            viewer = self.auth.check_login(client, name, secret)
         except LoginRefused as exc:
             return refuse(exc.status, str(exc))
         response = redirect(target)
-        set_cookie(response, SESSION_COOKIE, self.auth.new_session(identity), secure=is_secure(request),
+        set_cookie(response, SESSION_COOKIE, self.auth.new_session(viewer), secure=is_secure(request),
                    max_age=self.auth.ttl_s)
         return response
 

@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute
 from adapters.webhook.callback import host_allowed, signed_request
 from adapters.webhook.structured import StructuredRequestIn, is_structured, structured_answer, to_native
 from bridge.http.app import COMPONENTS_KEY, component_schemas, describe_errors
-from bridge.http.auth import require_api_token
+from bridge.http.auth import require_api_token, token_name
 from bridge.http.views import request_view
 from bridge.models import RequestIn, has_lone_surrogate
 from bridge.ports import DeliveryError, Outcome, RequestSink
@@ -143,8 +143,10 @@ class WebhookSource:
                 raise HTTPException(422, "body nested too deeply") from None
             if native.callback is not None and not host_allowed(native.callback.url, source.allow):
                 raise HTTPException(422, "callback.url: host not allowed by http.callback_allow")
+            caller = token_name(http.app.state.settings, http.headers.get("authorization"))
             request, created = await service.submit(
-                native, source=source.name, format="structured" if structured else "native"
+                native, source=source.name, format="structured" if structured else "native",
+                created_by=f"api:{caller}" if caller else None,
             )
             return JSONResponse(status_code=201 if created else 200, content=request_view(request))
 

@@ -9,9 +9,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from bridge.errors import BridgeError
-from bridge.http.auth import require_api_token
+from bridge.http.auth import api_responder, require_api_token
 from bridge.http.views import event_view, outbox_view, post_view, request_view
-from bridge.models import RequestState, Responder
+from bridge.models import RequestState
 from bridge.ports import source_problems
 from bridge.service import BridgeService
 
@@ -26,7 +26,10 @@ class AnswerBody(BaseModel):
 
     values: dict[str, Any] | None = None
     value: Any = None
-    responder: str = Field(default="api", max_length=200, description="who answered (shown and audited)")
+    responder: str = Field(default="api", max_length=200, description=(
+        "who answered: with a token allowed to act for others (http.api_tokens.<name>.act_for_others), "
+        "a handle (slack:U…), person:<name> or a name, counted as that person; otherwise only the "
+        "name shown, and the answer counts as the token's own (api:<token name>)"))
     reason: str | None = Field(default=None, max_length=2000)
 
 
@@ -97,11 +100,10 @@ async def answer_request(request: Request, request_id: str, body: AnswerBody) ->
         if len(current.questions) != 1:
             raise HTTPException(422, "this request has several questions: send `values` keyed by question id")
         values = {current.questions[0].id: body.value}
+    responder = api_responder(request.app.state.settings, service.people,
+                              request.headers.get("authorization"), body.responder)
     try:
-        updated = await service.answer(
-            request_id, Responder(platform="api", user_id=body.responder, name=body.responder),
-            values, via="api", reason=body.reason,
-        )
+        updated = await service.answer(request_id, responder, values, via="api", reason=body.reason)
     except BridgeError as exc:
         return error_response(exc)
     return request_view(updated)

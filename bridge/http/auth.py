@@ -8,6 +8,8 @@ import hmac
 from fastapi import HTTPException, Request, status
 
 from bridge.config import Settings
+from bridge.models import Responder
+from bridge.people import LOCAL, People, PeopleError, normalize_handle
 
 
 def token_name(settings: Settings, header: str | None) -> str | None:
@@ -38,3 +40,34 @@ async def require_api_token(request: Request) -> None:
             detail="missing or wrong bearer token (Authorization: Bearer <one of http.api_tokens>)",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+def caller_name(settings: Settings, header: str | None) -> str:
+    """Who calls /v1: the name of their API token, or `local` on an open bridge."""
+    return token_name(settings, header) or LOCAL
+
+
+def api_responder(settings: Settings, people: People, header: str | None, claimed: str | None) -> Responder:
+    """The responder an API answer is recorded as.
+
+    A token answers as itself (`api:<name>`); the body's `responder` is then only the name
+    shown, so one token is one vote whatever names it types. A token with
+    `act_for_others` answers as whom `responder` names: a handle (`slack:U…`), a person
+    (`person:ana` or a name from `people:`), or any other name (`api:<name>`)."""
+    caller = caller_name(settings, header)
+    own = Responder(platform="api", user_id=caller, name=caller)
+    claimed = (claimed or "").strip()
+    if claimed in ("", "api", caller, f"api:{caller}"):
+        return own
+    token = settings.http.api_tokens.get(caller)
+    if token is None or not token.act_for_others:
+        return own.model_copy(update={"name": claimed})
+    if claimed.startswith("person:") or claimed in people.people:
+        name = claimed.removeprefix("person:")
+        return Responder(platform="person", user_id=name, name=name, person=name)
+    try:
+        handle = normalize_handle(claimed)
+    except PeopleError:
+        return Responder(platform="api", user_id=claimed, name=claimed)
+    platform, _, ident = handle.partition(":")
+    return Responder(platform=platform, user_id=ident, name=ident)

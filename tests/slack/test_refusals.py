@@ -157,6 +157,26 @@ async def test_url_verification_challenge(tmp_path: Path, fake: FakeSlack) -> No
         assert response.status_code == 200 and "abc123" in response.text
 
 
+async def test_people_and_groups_as_responders_and_no_self_approval(tmp_path: Path, fake: FakeSlack) -> None:
+    people = {"people": {"alice": ["slack:U0ALICE"], "bob": ["slack:U0BOB", "telegram:42"]},
+              "groups": {"oncall": ["alice", "bob"]}}
+    route = {"responders": ["group:oncall"], "forbid_self_approval": True}
+    async with slack_bridge(tmp_path, fake, route=route, extra=people) as b:
+        rid = await b.create(confirm_body(requested_by="alice"))
+        message = await b.message_of(rid)
+        await b.person.as_user("U0MALLORY").click(message, "hitl:approve")  # not in the group
+        await ephemeral_to(fake, "U0MALLORY", "not allowed to answer")
+        await b.person.click(message, "hitl:approve")  # alice asked for it herself
+        await ephemeral_to(fake, "U0ALICE", "alice asked for this request: someone else must approve it")
+        assert (await b.stored(rid)).is_open
+        refusals = [e for e in await b.daemon.store.list_events(rid) if e.kind == "refused"]
+        assert [e.data["reason"] for e in refusals] == ["not in responders", "self-approval"]
+        await b.person.as_user("U0BOB").click(message, "hitl:approve")
+        request = await b.closed(rid)
+        assert request.answer is not None and request.answer.responder.key == "slack:U0BOB"
+        assert request.answer.responder.person == "bob"
+
+
 async def test_quorum_counts_votes_and_shows_them(tmp_path: Path, fake: FakeSlack) -> None:
     async with slack_bridge(tmp_path, fake, route={"quorum": 2}) as b:
         rid = await b.create(confirm_body())

@@ -14,6 +14,11 @@ from bridge.models import Event, Request
 from tests.harness import ManualClock, running_bridge
 
 CONFIRM = [{"id": "ok", "kind": "confirm", "prompt": "Deploy api v2.3?"}]
+#: a token that may answer for others (a chat relay): configs that count votes by the names
+#: the API is given include it (`RELAY_TOKENS`); without tokens every API caller is `local`
+RELAY = "relay-token-0123456789"
+RELAY_TOKENS: dict[str, Any] = {"api_tokens": {"relay": {"token": RELAY, "act_for_others": True}}}
+AUTH = {"Authorization": f"Bearer {RELAY}"}
 
 
 @asynccontextmanager
@@ -26,7 +31,7 @@ async def bridge_on(tmp_path: Path, clock: ManualClock, config: dict[str, Any]) 
 
 async def create(daemon: Daemon, **body: Any) -> str:
     payload: dict[str, Any] = {"title": "Deploy api v2.3", "questions": CONFIRM, **body}
-    async with httpx.AsyncClient(base_url=daemon.base_url) as client:
+    async with httpx.AsyncClient(base_url=daemon.base_url, headers=AUTH) as client:
         response = await client.post("/v1/requests", json=payload)
     assert response.status_code == 201, response.text
     await daemon.service.drain()
@@ -34,7 +39,7 @@ async def create(daemon: Daemon, **body: Any) -> str:
 
 
 async def answer(daemon: Daemon, request_id: str, value: Any, who: str) -> httpx.Response:
-    async with httpx.AsyncClient(base_url=daemon.base_url) as client:
+    async with httpx.AsyncClient(base_url=daemon.base_url, headers=AUTH) as client:
         response = await client.post(f"/v1/requests/{request_id}/answer",
                                      json={"value": value, "responder": who})
     await daemon.service.drain()

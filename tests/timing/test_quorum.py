@@ -8,9 +8,10 @@ from typing import Any
 
 from bridge.models import RequestState
 from tests.harness import ManualClock
-from tests.timing.helpers import answer, bridge_on, create, events, stored
+from tests.timing.helpers import RELAY_TOKENS, answer, bridge_on, create, events, stored
 
 QUORUM: dict[str, Any] = {
+    "http": RELAY_TOKENS,
     "routes": [{"name": "two-keys", "notify": ["web:team"], "quorum": 2,
                 "responders": ["api:ana", "api:bob", "api:carl"]}],
 }

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from bridge.config import EscalationLevel, Route
 from bridge.models import Question, QuestionKind, Request, RequestState
+from bridge.people import People
 from bridge.scheduler import TimerIndex
 from bridge.timers import (
     escalation_due,
@@ -94,9 +95,14 @@ def test_who_counts_as_one_person() -> None:
     assert person_key("slack:@oncall") is None and person_key("slack:#deploys") is None
     assert person_key("telegram:42") == "telegram:42" and person_key("telegram:-1001") is None
     assert person_key("web") is None
-    assert max_possible_responders(Route(name="r")) is None
+    assert max_possible_responders(Route(name="r"), People()) is None
     assert max_possible_responders(Route(name="r", responders=["slack:U1A", "telegram:5"],
-                                         escalate=[level(5, "slack:@U2B")])) == 3
+                                         escalate=[level(5, "slack:@U2B")]), People()) == 3
+    ana_twice = People({"ana": ["slack:U1A", "telegram:5"], "bo": ["slack:U2B"]}, {"oncall": ["ana", "bo"]})
+    assert max_possible_responders(Route(name="r", responders=["slack:U1A", "telegram:5"],
+                                         escalate=[level(5, "slack:@U2B")]), ana_twice) == 2
+    assert max_possible_responders(Route(name="r", responders=["group:oncall"]), ana_twice) == 2
+    assert max_possible_responders(Route(name="r", responders=["group:oncall"]), People()) is None
 
 
 def test_index_keeps_the_earliest_instant_per_request() -> None:

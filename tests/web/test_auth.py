@@ -50,9 +50,11 @@ async def test_password_login_sets_an_httponly_session_and_records_the_name(tmp_
         assert (await person.answer(rid, {"q.ok": "yes"})).status_code == 303
         stored = await bridge.service.get(rid)
         assert stored is not None and stored.answer is not None
-        assert stored.answer.responder.key == "web:Dana Ops" and stored.answer.via == "web"
+        assert stored.answer.responder.key == "web:shared-password" and stored.answer.via == "web"
+        assert stored.answer.responder.name == "Dana Ops"  # shown, but the password is one identity
         events = await bridge.store.list_events(rid)
-        assert any(e.kind == "answered" and e.actor == "web:Dana Ops" for e in events)
+        assert any(e.kind == "answered" and e.actor == "web:shared-password"
+                   and e.data.get("name") == "Dana Ops" for e in events)
 
 
 async def test_token_login_uses_the_token_name(tmp_path: Path) -> None:

@@ -161,7 +161,9 @@ async def test_login_in_the_browser_and_answers_carry_the_name(tmp_path: Path, b
         await page.get_by_role("button", name="Approve").click()
         await page.get_by_text("Your answer was recorded.").wait_for()
         request = await answered(bridge, rid)
-        assert request.answer is not None and request.answer.responder.key == "web:Frank"
+        assert request.answer is not None and request.answer.responder.name == "Frank"
+        assert request.answer.responder.key == "web:shared-password"  # the password is one identity
+        await page.get_by_text("shared password: one vote for all who use it").wait_for()
 
 
 async def test_answering_works_with_javascript_switched_off(tmp_path: Path, browser: Browser) -> None:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from adapters.web.answers import parse_answer
-from adapters.web.auth import InboxAuth, LoginRefused
+from adapters.web.auth import InboxAuth, LoginRefused, Viewer
 from adapters.web.settings import WebConfig
 from adapters.web.views import countdown, vote_views
 from bridge.models import Question
@@ -81,8 +81,9 @@ def make_auth(**config: object) -> InboxAuth:
 
 def test_sessions_expire_and_are_bound_to_the_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     auth = make_auth(password="password-1", session_ttl="1h")
-    cookie = auth.new_session("dana")
-    assert auth.read_session(cookie) == "dana"
+    cookie = auth.new_session(Viewer("dana", "session", name="dana"))
+    session = auth.read_session(cookie)
+    assert session is not None and (session.handle, session.display) == ("web:dana", "dana")
     other = make_auth(password="password-2", session_ttl="1h")
     assert other.read_session(cookie) is None  # a new password ends old sessions
     import time
@@ -101,12 +102,15 @@ def test_open_only_without_credentials_on_loopback() -> None:
 
 def test_login_checks() -> None:
     auth = make_auth(password="password-1", tokens={"bob": "b" * 16}, max_login_failures=2)
-    assert auth.check_login("1.2.3.4", "", "b" * 16) == "bob"
-    assert auth.check_login("1.2.3.4", "Dana", "password-1") == "Dana"
+    assert auth.check_login("1.2.3.4", "", "b" * 16).handle == "web:bob"
+    dana = auth.check_login("1.2.3.4", "Dana", "password-1")
+    assert (dana.handle, dana.display, dana.shared) == ("web:shared-password", "Dana", True)
+    not_dana = auth.check_login("1.2.3.4", "not-Dana", "password-1")
+    assert not_dana.handle == dana.handle  # whatever name is typed: one identity for quorum
     for _ in range(2):
         with pytest.raises(LoginRefused):
             auth.check_login("1.2.3.4", "x", "nope")
     with pytest.raises(LoginRefused) as refused:
         auth.check_login("1.2.3.4", "Dana", "password-1")
     assert refused.value.status == 429
-    assert auth.check_login("5.6.7.8", "Dana", "password-1") == "Dana"  # per address
+    assert auth.check_login("5.6.7.8", "Dana", "password-1").display == "Dana"  # per address

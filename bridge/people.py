@@ -1,0 +1,178 @@
+"""People and groups: who a verified handle belongs to, so that quorum counts people.
+
+An answer comes from a *handle* an adapter verified: `slack:U0123ABC`, `telegram:42`,
+`web:ana` (a personal inbox login), `email:ana@example.com`, `api:ci` (a named API token).
+The config's `people:` maps handles to a person and `groups:` names sets of people:
+
+    people:
+      ana: [slack:U0123ABC, telegram:123456789, web:ana, email:ana@example.com]
+    groups:
+      oncall: [ana, bo]
+
+A *voter* is what quorum counts: `person:ana` for any of Ana's handles, the handle itself
+for one that belongs to nobody, and `local` for everyone on an open loopback bridge (no
+credential tells them apart). This module is the only place that resolves identities;
+adapters only report the handle they verified.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from bridge.models import Responder
+
+#: platforms whose ids an adapter verifies (a handle is `<platform>:<id>`)
+HANDLE_PLATFORMS = ("slack", "telegram", "web", "email", "api")
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+#: the one identity of every caller of an open bridge (loopback, no token, no login)
+LOCAL = "local"
+#: every inbox login with the shared `web.password`, whatever name was typed
+SHARED_PASSWORD = "shared-password"
+
+
+class PeopleError(ValueError):
+    """The `people:` / `groups:` config does not hold together (message names the entry)."""
+
+
+def normalize_handle(text: str) -> str:
+    """`slack:@U1` → `slack:U1`, `email:Ana@Example.com` → `email:ana@example.com`; raise
+    PeopleError for anything that is not `<platform>:<id>` of a known platform."""
+    platform, sep, ident = text.strip().partition(":")
+    ident = ident.strip()
+    if not sep or not ident or platform not in HANDLE_PLATFORMS:
+        raise PeopleError(f"{text[:80]!r} is not a handle: use one of "
+                          + ", ".join(f"{p}:…" for p in HANDLE_PLATFORMS))
+    if platform == "slack":
+        ident = ident.removeprefix("@")
+        if not (ident[:1] in ("U", "W") and ident.isalnum() and ident.upper() == ident):
+            raise PeopleError(f"{text[:80]!r}: a Slack handle is a user id such as slack:U0123ABC")
+    elif platform == "telegram":
+        if not ident.isdigit():
+            raise PeopleError(f"{text[:80]!r}: a Telegram handle is a user id such as telegram:123456789")
+    elif platform == "email":
+        ident = ident.lower()
+        if ident.count("@") != 1 or ident.startswith("@") or ident.endswith("@") or len(ident) > 254:
+            raise PeopleError(f"{text[:80]!r}: an email handle is an address such as email:ana@example.com")
+    elif platform == "web" and ident == SHARED_PASSWORD:
+        raise PeopleError(f"{text[:80]!r}: the shared inbox password is everyone's, not one person's")
+    return f"{platform}:{ident}"
+
+
+class People:
+    """The people and groups of one config; immutable once built (a reload builds a new one)."""
+
+    def __init__(self, people: Mapping[str, Iterable[str]] | None = None,
+                 groups: Mapping[str, Iterable[str]] | None = None) -> None:
+        self.people: dict[str, tuple[str, ...]] = {}
+        self.groups: dict[str, tuple[str, ...]] = {}
+        self._owner: dict[str, str] = {}
+        for name, handles in (people or {}).items():
+            if not NAME_PATTERN.match(name):
+                raise PeopleError(f"people.{name[:40]}: a person's name is 1-64 letters, digits or '_.@-'")
+            normalized = []
+            for raw in handles:
+                try:
+                    handle = normalize_handle(str(raw))
+                except PeopleError as exc:
+                    raise PeopleError(f"people.{name}: {exc}") from None
+                other = self._owner.get(handle)
+                if other is not None and other != name:
+                    raise PeopleError(f"people.{name}: {handle} already belongs to {other} "
+                                      "(a handle is one person's)")
+                self._owner[handle] = name
+                normalized.append(handle)
+            self.people[name] = tuple(dict.fromkeys(normalized))
+        for group, members in (groups or {}).items():
+            if not NAME_PATTERN.match(group):
+                raise PeopleError(f"groups.{group[:40]}: a group's name is 1-64 letters, digits or '_.@-'")
+            listed = [str(m).removeprefix("person:") for m in members]
+            unknown = [m for m in listed if m not in self.people]
+            if unknown:
+                raise PeopleError(f"groups.{group}: {', '.join(unknown)} not in people:")
+            self.groups[group] = tuple(dict.fromkeys(listed))
+
+    def __bool__(self) -> bool:
+        return bool(self.people)
+
+    # who -------------------------------------------------------------------------------
+    def person_of(self, handle: str) -> str | None:
+        """The person a handle belongs to, if any."""
+        try:
+            return self._owner.get(normalize_handle(handle))
+        except PeopleError:
+            return None
+
+    def voter(self, responder: Responder) -> str:
+        """What quorum counts for `responder`."""
+        if responder.platform == "person":
+            return f"person:{responder.user_id}"
+        if responder.user_id == LOCAL and responder.platform in ("api", "web", "cli"):
+            return LOCAL
+        person = self.person_of(responder.key)
+        return f"person:{person}" if person else responder.key
+
+    def voter_of(self, entry: str) -> str:
+        """The voter a config or request entry names: `person:ana`, a person's bare name,
+        one of their handles, or a handle of nobody (itself)."""
+        entry = entry.strip()
+        if entry.startswith("person:"):
+            return entry
+        if entry in self.people:
+            return f"person:{entry}"
+        person = self.person_of(entry)
+        if person:
+            return f"person:{person}"
+        try:
+            return normalize_handle(entry)
+        except PeopleError:
+            return entry
+
+    def display(self, responder: Responder) -> str:
+        """The person's name for a handle of theirs, else what the adapter reported."""
+        voter = self.voter(responder)
+        return voter.removeprefix("person:") if voter.startswith("person:") else responder.display
+
+    # responders entries ------------------------------------------------------------------
+    def voters_named(self, entry: str) -> set[str] | None:
+        """The voters a `responders` entry admits: `person:x` → {person:x}, `group:y` → its
+        members, a handle → its voter. None for entries only a channel can resolve (a Slack
+        user group, a Telegram group chat, a channel)."""
+        if entry.startswith("group:"):
+            return {f"person:{m}" for m in self.groups.get(entry[len("group:"):], ())}
+        if entry.startswith("person:"):
+            return {entry}
+        try:
+            handle = normalize_handle(entry)
+        except PeopleError:
+            return None
+        person = self._owner.get(handle)
+        return {f"person:{person}" if person else handle}
+
+    def admits(self, entry: str, responder: Responder) -> bool:
+        """True when `entry` (of a request's `responders`) names `responder`, by any of the
+        handles of the same person."""
+        voters = self.voters_named(entry)
+        return voters is not None and self.voter(responder) in voters
+
+    def unknown_references(self, entries: Iterable[str]) -> list[str]:
+        """`person:` / `group:` entries that name nobody in this config."""
+        out = []
+        for entry in entries:
+            if entry.startswith("person:") and entry[len("person:"):] not in self.people:
+                out.append(entry)
+            elif entry.startswith("group:") and entry[len("group:"):] not in self.groups:
+                out.append(entry)
+        return out
+
+    def handles_of(self, entry: str) -> list[str]:
+        """Every handle of the people an entry names (for channels: whom to DM, whom a
+        "waiting for me" view concerns)."""
+        voters = self.voters_named(entry) or set()
+        out: list[str] = []
+        for voter in sorted(voters):
+            if voter.startswith("person:"):
+                out.extend(self.people.get(voter[len("person:"):], ()))
+            else:
+                out.append(voter)
+        return out
