@@ -27,9 +27,17 @@ log = logging.getLogger("hitl_bridge")
 
 
 def unrouted_targets(settings: Settings, channels: list[Channel]) -> list[str]:
-    """Targets named in routes that no configured channel owns."""
+    """Targets named in routes that no configured channel owns (a `person:` / `group:`
+    target: when none of its people's handles is on a configured channel)."""
     router = Router(settings.routes, settings.default_route)
-    return sorted(t for t in router.all_targets() if not any(c.owns(t) for c in channels))
+    out = []
+    for target in router.all_targets():
+        reached = settings.directory.targets_of(target)
+        if reached is None:
+            reached = [target]
+        if not any(any(c.owns(t) for c in channels) for t in reached):
+            out.append(target)
+    return sorted(out)
 
 
 class _Server(uvicorn.Server):

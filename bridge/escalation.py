@@ -114,7 +114,7 @@ class TimerActions:
 
     async def _send_reminders(self, request: Request, targets: Sequence[str]) -> None:
         by_channel: dict[str, list[str]] = {}
-        for target in targets:
+        for target in self.service.expand_targets(targets):
             channel = self.service.channel_for(target)
             if channel is not None:
                 by_channel.setdefault(channel.name, []).append(target)
@@ -174,7 +174,7 @@ class TimerActions:
             return
         posts = await self.store.list_posts(request.id)
         tried = {p.target for p in posts}
-        missing = [t for t in request.targets if t not in tried]
+        missing = [t for t in self.service.expand_targets(request.targets) if t not in tried]
         if missing:
             try:
                 await self.service.post(request, missing)

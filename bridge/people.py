@@ -165,6 +165,21 @@ class People:
                 out.append(entry)
         return out
 
+    def targets_of(self, entry: str) -> list[str] | None:
+        """Where a `person:` / `group:` notify target reaches its people: a Slack DM, a
+        Telegram private chat, an email, for each of their handles (web and API logins reach
+        nobody). None for any other entry (a channel target already)."""
+        if not entry.startswith(("person:", "group:")):
+            return None
+        out = []
+        for handle in self.handles_of(entry):
+            platform, _, ident = handle.partition(":")
+            if platform == "slack":
+                out.append(f"slack:@{ident}")
+            elif platform in ("telegram", "email"):
+                out.append(handle)
+        return out
+
     def handles_of(self, entry: str) -> list[str]:
         """Every handle of the people an entry names (for channels: whom to DM, whom a
         "waiting for me" view concerns)."""

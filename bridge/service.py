@@ -90,6 +90,20 @@ class BridgeService:
     def channel_for(self, target: str) -> Channel | None:
         return next((c for c in self.channels if c.owns(target)), None)
 
+    def expand_targets(self, targets: Sequence[str]) -> list[str]:
+        """`person:` / `group:` targets become each person's handles on configured channels
+        (a DM, a private chat, an email); one that reaches nobody stays as it is, so posting
+        to it is recorded as a failed copy that says why."""
+        out: list[str] = []
+        for target in targets:
+            reached = self.people.targets_of(target)
+            if reached is None:
+                out.append(target)
+                continue
+            reachable = [t for t in reached if self.channel_for(t) is not None]
+            out.extend(reachable or [target])
+        return list(dict.fromkeys(out))
+
     def route_of(self, request: Request) -> Route:
         return self.router.get(request.route)
 
@@ -144,7 +158,7 @@ class BridgeService:
         """Show `request` on `targets` (grouped by channel); record every copy."""
         by_channel: dict[int, list[str]] = {}
         results: list[PostResult] = []
-        for target in targets:
+        for target in self.expand_targets(targets):
             channel = self.channel_for(target)
             if channel is None:
                 results.append(PostResult(target=target, ok=False,
@@ -202,7 +216,7 @@ class BridgeService:
         for request in pending:
             posts = await self.store.list_posts(request.id)
             shown = {p.target for p in posts if p.ok}
-            missing = [t for t in request.targets if t not in shown]
+            missing = [t for t in self.expand_targets(request.targets) if t not in shown]
             if missing:
                 self.background(self.post(request, missing), f"repost {request.id}")
         return len(pending)

@@ -17,7 +17,8 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "TELEGRAM_BOT_TOKEN": "123456:example", "TELEGRAM_WEBHOOK_SECRET": "example_secret",
        "BRIDGE_API_TOKEN": "example-token-0123456789", "BRIDGE_SECRET_KEY": "example-passphrase",
        "INBOX_PASSWORD": "example-password-123", "CI_TOKEN": "ci-example-token-0123456",
-       "ANA_TOKEN": "ana-example-token-012345", "RELAY_TOKEN": "relay-example-token-0123", "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef"}
+       "ANA_TOKEN": "ana-example-token-012345", "RELAY_TOKEN": "relay-example-token-0123",
+       "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef"}
 
 
 def test_there_are_examples() -> None:

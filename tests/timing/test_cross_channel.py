@@ -104,3 +104,37 @@ async def test_slack_request_escalates_to_telegram_and_quorum_completes_there(
         assert request.answer.via == "telegram"
         assert [v.voter for v in await daemon.store.list_votes(rid)] == ["slack:U0ALICE", f"telegram:{MANAGER}"]
         assert await step(daemon, clock, hours=3) == 0  # no timeout answer after the decision
+
+
+async def test_escalation_to_a_person_reaches_them_everywhere_they_are(
+        tmp_path: Path, slack: FakeSlack, telegram: FakeTelegram) -> None:
+    """`notify: [person:maria]` is a DM in Slack and a private chat in Telegram (her inbox
+    login reaches nobody); either copy counts as Maria, once."""
+    clock = ManualClock()
+    manager = telegram.person(MANAGER, "Maria")
+    slack.users["U0MARIA"] = "maria"
+    people = {"people": {"maria": ["slack:U0MARIA", f"telegram:{MANAGER}", "web:maria"],
+                         "alice": ["slack:U0ALICE"]}}
+    base = config(slack, telegram)
+    route = {**base["routes"][0], "responders": ["person:alice"], "quorum": 2,
+             "escalate": [{"after": "15m", "notify": ["person:maria"]}]}
+    async with bridge_on(tmp_path, clock, {**base, **people, "routes": [route]}) as daemon, \
+            httpx.AsyncClient(timeout=10) as http:
+        async with httpx.AsyncClient(base_url=daemon.base_url) as api:
+            rid = (await api.post("/v1/requests", json=confirm_body())).json()["id"]
+        await step(daemon, clock, minutes=15)
+        posted = await wait_for(lambda: next((m for m in telegram.sent_to(MANAGER) if "Deploy api" in m["text"]),
+                                             None), 5)
+        copies = {p.target: p.ok for p in await daemon.store.list_posts(rid)}
+        assert copies == {"slack:#deploys": True, "slack:@U0MARIA": True, f"telegram:{MANAGER}": True}
+        request = await stored(daemon, rid)
+        assert "person:maria" in request.responders and request.targets[-1] == "person:maria"
+        dm = await wait_for(lambda: next((m for m in slack.messages.values()
+                                          if m.get("channel", "").startswith("D")), None), 5)
+        maria_in_slack = SlackPerson(slack, http, f"{daemon.base_url}/slack/events", SIGNING_SECRET, "U0MARIA")
+        await maria_in_slack.click(dm, "hitl:approve")
+        await wait_for(lambda: daemon.store.list_votes(rid), 5)
+        await manager.press(posted, "Approve")  # Maria again, from Telegram: still one vote
+        await wait_for(lambda: events(daemon, rid, "duplicate_vote"), 5)
+        assert [v.voter for v in await daemon.store.list_votes(rid)] == ["person:maria"]
+        assert (await stored(daemon, rid)).is_open

@@ -148,3 +148,16 @@ def test_people_config_mistakes_are_refused(tmp_path: Path, extra: dict[str, Any
         load_settings(str(path), env={})
     assert caught.value.key == key, str(caught.value)
     assert words in caught.value.reason
+
+
+def test_a_person_target_needs_one_handle_on_a_configured_channel(tmp_path: Path) -> None:
+    from bridge.daemon import unrouted_targets
+    from tests.harness import make_settings
+
+    settings = make_settings(tmp_path, {
+        "people": {"ana": ["email:ana@example.com", "web:ana"], "bo": ["telegram:42"]},
+        "routes": [{"notify": ["person:ana"], "escalate": [{"after": "5m", "notify": ["person:bo"]}]}]})
+    # no email or Telegram channel here: neither person can be reached
+    assert unrouted_targets(settings, []) == ["person:ana", "person:bo"]
+    assert settings.directory.targets_of("person:ana") == ["email:ana@example.com"]  # web logins reach nobody
+    assert settings.directory.targets_of("slack:#deploys") is None
