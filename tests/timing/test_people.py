@@ -158,6 +158,6 @@ def test_a_person_target_needs_one_handle_on_a_configured_channel(tmp_path: Path
         "people": {"ana": ["email:ana@example.com", "web:ana"], "bo": ["telegram:42"]},
         "routes": [{"notify": ["person:ana"], "escalate": [{"after": "5m", "notify": ["person:bo"]}]}]})
     # no email or Telegram channel here: neither person can be reached
-    assert unrouted_targets(settings, []) == ["person:ana", "person:bo"]
+    assert unrouted_targets(settings, []) == ["person:ana", "person:bo", "web"]  # no channels at all
     assert settings.directory.targets_of("person:ana") == ["email:ana@example.com"]  # web logins reach nobody
     assert settings.directory.targets_of("slack:#deploys") is None
