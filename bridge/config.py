@@ -233,6 +233,7 @@ class Settings(_Strict):
     # adapter sections: validated by the adapter that owns them (see bridge.registry)
     slack: dict[str, Any] | None = None
     telegram: dict[str, Any] | None = None
+    email: dict[str, Any] | None = None
     web: dict[str, Any] | None = Field(default_factory=dict)
     sources: list[dict[str, Any]] = Field(default_factory=lambda: [{"type": "webhook"}])
     routes: list[Route] = Field(default_factory=list)

@@ -32,6 +32,7 @@ CHANNELS: dict[str, str] = {
     "web": "adapters.web:build_channel",
     "slack": "adapters.slack:build_channel",
     "telegram": "adapters.telegram:build_channel",
+    "email": "adapters.email:build_channel",
 }
 
 M = TypeVar("M", bound=BaseModel)
@@ -107,7 +108,7 @@ def build_sources(
 
 def build_channels(settings: Settings, store: Store, clock: Clock) -> list[Channel]:
     channels: list[Channel] = []
-    for name in ("web", "slack", "telegram"):
+    for name in ("web", "slack", "telegram", "email"):
         section = getattr(settings, name)
         if section is None:
             continue

@@ -8,8 +8,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from starlette.exceptions import HTTPException
-from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -17,8 +15,9 @@ from starlette.staticfiles import StaticFiles
 
 from adapters.web import views
 from adapters.web.answers import parse_answer
-from adapters.web.auth import CSRF_COOKIE, SESSION_COOKIE, InboxAuth, LoginRefused, Viewer
-from adapters.web.render import STATIC, Renderer, is_secure, redirect, set_cookie
+from adapters.web.auth import SESSION_COOKIE, InboxAuth, LoginRefused, Viewer
+from adapters.web.links import LinkPages
+from adapters.web.render import STATIC, Renderer, browser_id, is_secure, read_form, redirect, set_cookie
 from adapters.web.settings import NAME_PATTERN, WebConfig
 from bridge.errors import BridgeError
 from bridge.models import Request as BridgeRequest
@@ -53,6 +52,7 @@ class Inbox:
             Route("/inbox/login", self.login_page, methods=["GET"]),
             Route("/inbox/login", self.login, methods=["POST"]),
             Route("/inbox/logout", self.logout, methods=["POST"]),
+            *LinkPages(self.render, self.auth).routes(),
             Mount("/inbox/static", app=StaticFiles(directory=STATIC), name="inbox-static"),
         ]
 
@@ -81,29 +81,10 @@ class Inbox:
         return guarded
 
     async def _form(self, request: Request) -> dict[str, list[str]] | None:
-        """The submitted fields (text only), or None for a body that is not a readable form.
-        Too large a body is left to the app's 413."""
-        try:
-            async with request.form(max_files=0, max_fields=1000) as form:
-                out: dict[str, list[str]] = {}
-                for key, value in form.multi_items():
-                    if isinstance(value, str):
-                        out.setdefault(key, []).append(value)
-                return out
-        except HTTPException as exc:  # starlette's 400 for too many fields or files
-            if exc.status_code != 400:
-                raise
-            return None
-        except (MultiPartException, UnicodeDecodeError, ValueError, KeyError, AssertionError):
-            return None
+        return await read_form(request)
 
     def _browser(self, request: Request) -> tuple[str, dict[str, str]]:
-        """This browser's CSRF id; a new one is set as a cookie on the response."""
-        browser_id = request.cookies.get(CSRF_COOKIE, "")
-        if re.fullmatch(r"[A-Za-z0-9_-]{20,64}", browser_id):
-            return browser_id, {}
-        browser_id = self.auth.new_browser_id()
-        return browser_id, {CSRF_COOKIE: browser_id}
+        return browser_id(request, self.auth)
 
     def _page(self, request: Request, template: str, *, status: int = 200,
               viewer: Viewer | None = None, **context: Any) -> Response:

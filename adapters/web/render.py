@@ -4,14 +4,18 @@ no caching, ETag handling for the live fragments)."""
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters.web import views
+from adapters.web.auth import CSRF_COOKIE, InboxAuth
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -70,6 +74,33 @@ class Renderer:
         if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="text/html; charset=utf-8", headers=headers)
+
+
+async def read_form(request: Request) -> dict[str, list[str]] | None:
+    """The submitted fields (text only), or None for a body that is not a readable form.
+    Too large a body is left to the app's 413."""
+    try:
+        async with request.form(max_files=0, max_fields=1000) as form:
+            out: dict[str, list[str]] = {}
+            for key, value in form.multi_items():
+                if isinstance(value, str):
+                    out.setdefault(key, []).append(value)
+            return out
+    except HTTPException as exc:  # starlette's 400 for too many fields or files
+        if exc.status_code != 400:
+            raise
+        return None
+    except (MultiPartException, UnicodeDecodeError, ValueError, KeyError, AssertionError):
+        return None
+
+
+def browser_id(request: Request, auth: InboxAuth) -> tuple[str, dict[str, str]]:
+    """This browser's CSRF id; a new one is set as a cookie on the response."""
+    found = request.cookies.get(CSRF_COOKIE, "")
+    if re.fullmatch(r"[A-Za-z0-9_-]{20,64}", found):
+        return found, {}
+    fresh = auth.new_browser_id()
+    return fresh, {CSRF_COOKIE: fresh}
 
 
 def set_cookie(response: Response, name: str, value: str, *, secure: bool, max_age: int | None = None) -> None:

@@ -14,7 +14,8 @@ from bridge.store.sqlite import SQLiteStore
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "config").glob("*.yaml"))
 ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signing-secret",
-       "TELEGRAM_BOT_TOKEN": "123456:example", "TELEGRAM_WEBHOOK_SECRET": "example_secret",
+       "TELEGRAM_BOT_TOKEN": "123456:example", "SMTP_URL": "smtp://agents:pw@127.0.0.1:2525",
+       "TELEGRAM_WEBHOOK_SECRET": "example_secret",
        "BRIDGE_API_TOKEN": "example-token-0123456789", "BRIDGE_SECRET_KEY": "example-passphrase",
        "INBOX_PASSWORD": "example-password-123", "CI_TOKEN": "ci-example-token-0123456",
        "ANA_TOKEN": "ana-example-token-012345", "RELAY_TOKEN": "relay-example-token-0123",
