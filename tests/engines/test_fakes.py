@@ -6,7 +6,6 @@ import httpx
 import pytest
 
 from tests.engines.fake_agentworld import FakeAgentWorld, select_prompt
-from tests.engines.fake_mastra import FakeMastra
 from tests.engines.fake_teal import FakeTeal, tool_call
 
 
@@ -62,34 +61,6 @@ async def test_fault_modes_and_down(teal: FakeTeal) -> None:
         assert (
             await http.post(teal.service_url, json={"items": []}, headers={"Authorization": "a"})
         ).status_code == 200
-
-
-async def test_mastra_lists_pages_and_resumes() -> None:
-    fake = FakeMastra()
-    await fake.server.start()
-    try:
-        ids = [fake.suspend("wf", "approve", {"question": f"q{i}"}) for i in range(5)]
-        async with httpx.AsyncClient(base_url=fake.url) as http:
-            p0 = (
-                await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 0, "perPage": 2})
-            ).json()
-            p2 = (
-                await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 2, "perPage": 2})
-            ).json()
-            assert (len(p0["runs"]), len(p2["runs"]), p0["total"]) == (2, 1, 5)
-            r = await http.post(
-                "/api/workflows/wf/resume",
-                params={"runId": ids[0]},
-                json={"step": "approve", "resumeData": {"answer": 1}},
-            )
-            assert r.json() == {"message": "Workflow run resumed"}
-            again = await http.post(
-                "/api/workflows/wf/resume", params={"runId": ids[0]}, json={"step": "approve", "resumeData": {}}
-            )
-            assert again.status_code == 400
-            assert (await http.get("/api/workflows/nope/runs")).status_code == 404
-    finally:
-        await fake.server.stop()
 
 
 async def test_agentworld_respond_needs_the_chat_replayed_after_restart() -> None:
