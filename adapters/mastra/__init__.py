@@ -13,9 +13,10 @@ def build_source(section: dict[str, Any], ctx: AdapterContext) -> MastraSource:
     if "inboxes" in section:
         raise ctx.error("inboxes", "Mastra inbox tasks are in no released Mastra (1.x has no /api/inboxes "
                                    "routes); remove `inboxes` and list the workflows to poll under `workflows`")
-    if not section.get("workflows"):
+    config = ctx.parse(MastraConfig, section)
+    if not config.workflows:
         raise ctx.error("workflows", "name at least one workflow id to poll")
-    return MastraSource(ctx.parse(MastraConfig, section), ctx.store)
+    return MastraSource(config, ctx.store)
 
 
 __all__ = ["MastraConfig", "MastraSource", "build_source"]

@@ -57,7 +57,7 @@ class MastraConfig(PolledEngineConfig):
     """`sources: - type: mastra` (see docs/readme/engines.md)."""
 
     name: str = Field(default="mastra", pattern=NAME_PATTERN)
-    workflows: list[str] = Field(min_length=1, max_length=500)
+    workflows: list[str] = Field(default_factory=list, max_length=500)
     page_size: int = Field(default=100, ge=1, le=1000)
     resume_key: str = Field(default="answer", min_length=1, max_length=100)
 

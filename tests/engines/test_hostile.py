@@ -13,8 +13,8 @@ from adapters.mastra.mapping import step_to_request, suspended_steps
 from adapters.teal.mapping import parse_pause, pause_to_request
 from tests.engines.conftest import engine_config, open_requests
 from tests.engines.fake_agentworld import FakeAgentWorld, select_prompt
-from tests.engines.mastra_engine import MastraEngine
 from tests.engines.fake_teal import FakeTeal, tool_call
+from tests.engines.mastra_engine import MastraEngine
 from tests.harness import running_bridge, wait_for
 
 
