@@ -271,13 +271,13 @@ class MastraSource(PolledEngineSource):
                 return
             why = refusal(result)
             if why is not None:
-                raise DeliveryError(f"Mastra refused the answer: {why}", permanent=True)
+                raise DeliveryError(f"Mastra refused the answer: {one_line(why)}", permanent=True)
             return
         if reply.status_code == 400:
-            raise DeliveryError(f"Mastra refused the answer: {error_text(reply)}", permanent=True)
+            raise DeliveryError(f"Mastra refused the answer: {one_line(error_text(reply))}", permanent=True)
         if reply.status_code == 404:
             raise DeliveryError(f"the run no longer exists in Mastra ({error_text(reply)})", permanent=True)
-        await self._confirm(where, sent, f"Mastra answered HTTP {reply.status_code}: {error_text(reply)}")
+        await self._confirm(where, sent, f"Mastra answered HTTP {reply.status_code}: {one_line(error_text(reply))}")
 
     async def _confirm(self, where: Suspension, sent: Any, problem: str, *, sent_ok: bool = False) -> None:
         """After an unclear or failed resume call: delivered if the run took the answer (or, when
@@ -292,6 +292,11 @@ class MastraSource(PolledEngineSource):
         if verdict.state is RunState.gone:
             raise DeliveryError(f"{verdict.reason} (Mastra: {problem})", permanent=True)
         raise DeliveryError(f"{problem}; the run has not taken the answer, retrying")
+
+
+def one_line(text: str) -> str:
+    """Mastra's messages put each problem on its own line; people see them on one."""
+    return " ".join(text.split())
 
 
 def _parse_external_id(workflow: str, external_id: str) -> Suspension | None:
