@@ -160,7 +160,8 @@ def plan_questions(schema: dict[str, Any] | None, prompt: str) -> tuple[list[Que
     if len(props) > MAX_PROPERTIES:  # too many to ask one by one: the whole object as JSON
         slot = Slot("answer", None, "json")
         return [Question(id="answer", kind=QuestionKind.edit, prompt=prompt, help_text="JSON")], AnswerPlan([slot])
-    required = {str(r) for r in schema.get("required", []) if isinstance(r, str)}
+    listed = schema.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
     entries = [(str(n), s if isinstance(s, dict) else {}) for n, s in props.items()]
     booleans = [n for n, s in entries if s.get("type") == "boolean"]
     reason = None

@@ -21,7 +21,8 @@ from starlette.types import Receive, Scope, Send
 from tests.engines.harness import FakeServer
 
 WORKFLOWS = ("deploy", "rollout", "freeform", "parallel", "nested", "loop")
-# (method, path, query) → None to pass the request on, or (status, JSON body) to answer instead
+# (method, path, query) → None to pass the request on, or (status, body) to answer instead
+# (a body of bytes is sent as it is, anything else as JSON)
 Hook = Callable[[str, str, str], Awaitable[tuple[int, Any] | None]]
 
 
@@ -46,7 +47,11 @@ class ForwardingApp:
         query = scope["query_string"].decode()
         instead = await self.before(scope["method"], scope["path"], query) if self.before is not None else None
         if instead is not None:
-            await _reply(send, instead[0], json.dumps(instead[1]).encode())
+            status, content = instead
+            if isinstance(content, bytes):
+                await _reply(send, status, content, "text/html")
+            else:
+                await _reply(send, status, json.dumps(content).encode())
             return
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]
                    if k.lower() in (b"content-type", b"authorization")}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from adapters.agentworld.mapping import map_prompt
 from adapters.mastra.mapping import step_to_request, suspended_steps
@@ -65,6 +66,7 @@ async def test_teal_intake_refuses_bad_labels_and_deep_json(tmp_path: Path, teal
         assert (await http.post("/v1/sources/teal/pauses", json=base)).status_code == 201
 
 
+@pytest.mark.timeout(600)  # may be the first test to need the Mastra server: it builds the test app once
 async def test_mastra_garbage_runs_and_deep_json_do_not_stop_polling(tmp_path: Path, mastra: MastraEngine) -> None:
     await mastra.start("deploy", {"version": "real"})
     good = {"type": "mastra", "base_url": mastra.url, "workflows": ["deploy"], "poll_every": "50ms"}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from adapters.mastra.source import MastraSource
 from bridge.daemon import Daemon
@@ -18,6 +19,9 @@ from bridge.models import Request
 from tests.engines.conftest import answer, engine_config, get_request, metrics, open_requests, state_of
 from tests.engines.mastra_engine import MastraEngine
 from tests.harness import running_bridge, wait_for
+
+# the first test to need the server may build the test app (about a minute, once)
+pytestmark = pytest.mark.timeout(600)
 
 
 def mastra_source(engine: MastraEngine, workflows: list[str], **extra: Any) -> dict[str, Any]:
@@ -300,6 +304,33 @@ async def test_engine_down_then_erroring_is_retried(tmp_path: Path, mastra: Mast
         mastra.server.set_faults("error", remaining=1, only_methods=("POST",))
         await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
         assert (await mastra.run("deploy", run_id))["steps"]["approve"]["resumePayload"] == {"approved": True}
+
+
+async def test_garbage_replies_while_delivering_are_checked_not_trusted(tmp_path: Path, mastra: MastraEngine) -> None:
+    """Unreadable runs and a resume "reply" that is not Mastra's (the proxy answers HTML in
+    its place): retried, and delivered only once the run really has the answer."""
+    run_id = await mastra.start("deploy", {"version": "v12"})
+    async with running_bridge(tmp_path, engine_config(mastra_source(mastra, ["deploy"], poll_every="1h"))) as bridge:
+        req = await request_for(bridge, run_id)
+        posts = 0
+
+        async def html_for_the_first_resume(method: str, path: str, query: str) -> tuple[int, Any] | None:
+            nonlocal posts
+            if method == "POST":
+                posts += 1
+                return (200, b"<html>gateway</html>") if posts == 1 else None
+            return None
+
+        mastra.forward.before = html_for_the_first_resume
+        mastra.server.set_faults("garbage", remaining=2, only_methods=("GET",))
+        await answer(bridge, req.id, {"approved": "yes"})
+        await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
+        errors = [e.data["error"] for e in await bridge.store.list_events(req.id) if e.kind == "delivery_retry"]
+        assert any("cannot read the run from Mastra" in e for e in errors)
+        assert any("reply to the resume call was not JSON" in e for e in errors)
+        run = await mastra.run("deploy", run_id)
+        assert run["steps"]["approve"]["resumePayload"] == {"approved": True}
+        assert len(mastra.resumes(run_id)) == 2  # the first never reached Mastra (the proxy answered it)
 
 
 async def test_garbage_and_slow_listings_keep_requests_open(tmp_path: Path, mastra: MastraEngine) -> None:

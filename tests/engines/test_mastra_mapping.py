@@ -175,6 +175,32 @@ def test_a_step_wanting_one_string_offers_the_payloads_options() -> None:
     assert answer_to_resume_data(ref, _answer({"region": "Europe"}), "answer") == {"region": "eu"}
 
 
+def test_hostile_schemas_still_give_questions_that_fit_the_model() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert parse_schema(deep) is None and parse_schema(json.dumps({"json": None})) is None
+    long_name = "n" * 1000
+    schema = {
+        "type": "object",
+        "required": "approved",  # not a list: ignored
+        "properties": {
+            long_name: {"type": "string", "description": "d" * 50_000},
+            "n" * 999 + "x": {"type": "string"},
+            "huge": {"enum": list(range(5000))},
+            "labels": {"enum": ["x" * 500, "x" * 501]},
+            "weird": 7,
+        },
+    }
+    planned = plan_questions(schema, "p" * 10_000)
+    assert planned is not None
+    questions, plan = planned
+    assert [q.id for q in questions] == ["n" * 60, "n" * 60 + "_2", "huge", "labels", "weird"]
+    assert all(len(q.prompt) <= 4000 and not q.required for q in questions)
+    assert [q.kind for q in questions] == [QuestionKind.text, QuestionKind.text, QuestionKind.edit,
+                                           QuestionKind.choice, QuestionKind.edit]
+    assert all(len(o) <= 200 for o in questions[3].options) and len(set(questions[3].options)) == 2
+    assert resume_data(plan.as_ref(), _answer({"labels": questions[3].options[1]})) == {"labels": "x" * 501}
+
+
 # -- verdicts ---------------------------------------------------------------------------------
 def _processed(status: str, **steps: dict[str, Any]) -> dict[str, Any]:
     return {"runId": "r", "status": status, "steps": steps}
