@@ -1,6 +1,6 @@
-"""What the HTTP engine sources share: for the polled ones (Mastra, agent-world) their config keys, one HTTP
-client with the configured auth, the poll loop and the open requests they know; for all,
-the wording of engine errors (Teal too)."""
+"""What the HTTP engine sources share: for the polled ones (Mastra, agent-world) their config
+keys, one HTTP client with the configured auth, the poll loop and the open requests they
+know; for all, the wording of engine errors (Teal too)."""
 
 from __future__ import annotations
 
@@ -105,6 +105,9 @@ class PolledEngineSource:
         """Where an open request of this source was found (a workflow, a chat…)."""
         raise NotImplementedError
 
+    def remember(self, request: Request) -> None:
+        """Keep what the source needs about an open request loaded at start (optional)."""
+
     async def _load_known(self) -> None:
         """Open requests from earlier runs, so withdrawals are noticed after a restart too."""
         if self.store is None:
@@ -117,6 +120,7 @@ class PolledEngineSource:
                 scope = self.scope_of(request)
                 if scope is not None and request.external_id:
                     self.known.setdefault(scope, set()).add(request.external_id)
+                    self.remember(request)
             if len(batch) < 500:
                 return
             offset += 500

@@ -1,11 +1,12 @@
 """The agent-world source: pending prompts per configured world and chat, answered back.
 
 Each poll asks `setChat` for every configured chat (one small request per chat) and
-submits only prompts not seen before. A prompt that is gone from its chat while its
-request is still open was answered elsewhere (agent-world's own UI): the request is
-withdrawn. Answers go through `hitl/respond`; when the engine says the request is not
-pending (its runtime restarted and only the chat still holds it), the chat is replayed
-with `setChat` and the answer sent once more. Older prompts use `tool-results`.
+submits only prompts not seen before. agent-world reads a chat's pending prompts from its
+stored messages, so a prompt gone from its chat while its request is still open was
+answered elsewhere (agent-world's own UI): the request is withdrawn. Answers go through
+`hitl/respond`, which checks agent-world's in-memory pending map; after a restart that map
+is empty until the chat's turn is restored, so "not pending" for a prompt the chat still
+lists is retried (see `_respond`). Supported: agent-world 0.16 (prompts with `questions`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
 
 log = logging.getLogger("hitl_bridge.agentworld")
+NOT_PENDING = "No pending HITL request found"
 
 
 class WorldChats(BaseModel):
@@ -134,6 +136,9 @@ class AgentWorldSource(PolledEngineSource):
         ref = outcome.request.source_ref
         if "requestId" not in ref:
             raise DeliveryError("the request carries no agent-world reference", permanent=True)
+        if ref.get("form") == "legacy":
+            raise DeliveryError("agent-world no longer has the tool-results route this older prompt needs; "
+                                "answer it in agent-world", permanent=True)
         answer = outcome.answer if outcome.state in ("answered", "expired") else None
         try:
             body = respond_body(ref, answer)
@@ -146,70 +151,63 @@ class AgentWorldSource(PolledEngineSource):
         # cuts it off): a later "not pending" then means that attempt landed
         was_unclear = rid in self.ambiguous
         self.ambiguous.add(rid)
-        if ref.get("form") == "legacy":
-            await self._tool_result(rid, ref, body, was_unclear)
-        else:
-            await self._respond(rid, ref, body, was_unclear or answer is None)
+        await self._respond(rid, ref, body, was_unclear or answer is None)
         self.ambiguous.discard(rid)
 
     async def _respond(self, rid: str, ref: dict[str, Any], body: dict[str, Any], landed_if_gone: bool) -> None:
+        """Send the answer. agent-world refuses it as "not pending" while its runtime has not
+        restored the chat (after a restart), although the chat still lists the prompt: then
+        the chat is replayed with setChat and the answer sent again, and retried with backoff
+        (within `delivery.give_up_after`) until agent-world takes it. Any other refusal, or a
+        prompt gone from its chat, fails the request with agent-world's reason."""
         path = f"/worlds/{quote(ref['world'], safe='')}/hitl/respond"
         verdict = await self._verdict(rid, await self.post_write_back(rid, path, body, landed_if_gone), landed_if_gone)
         if verdict.get("accepted") is True:
             return
-        # not accepted: maybe pending only in the chat (runtime restarted); replay it once
+        reason = str(verdict.get("reason") or "no reason given")[:300]
+        if not reason.startswith(NOT_PENDING):
+            self.ambiguous.discard(rid)
+            raise DeliveryError(f"agent-world refused the answer: {reason}", permanent=True)
         try:
             pending = await self.set_chat(ref["world"], ref["chat"])
         except (httpx.HTTPError, EngineUnreadable) as exc:
-            raise DeliveryError(
-                f"agent-world refused the answer ({verdict.get('reason')}) and the "
-                f"chat could not be replayed: {describe(exc)}"
-            ) from None
-        if not any(
-            isinstance(p, dict) and ref["requestId"] in (p.get("requestId"), p.get("toolCallId")) for p in pending
-        ):
+            raise DeliveryError(f"agent-world refused the answer ({reason}) and the "
+                                f"chat could not be replayed: {describe(exc)}") from None
+        if not any(isinstance(p, dict) and ref["requestId"] in (p.get("requestId"), p.get("toolCallId"))
+                   for p in pending):
             if landed_if_gone:
                 return  # our earlier attempt landed, or nothing was owed
             self.ambiguous.discard(rid)
-            raise DeliveryError(
-                f"agent-world no longer waits for this answer (answered elsewhere?): {verdict.get('reason')}",
-                permanent=True,
-            )
+            raise DeliveryError(f"agent-world no longer waits for this answer (answered elsewhere?): {reason}",
+                                permanent=True)
         again = await self._verdict(rid, await self.post_write_back(rid, path, body, landed_if_gone), landed_if_gone)
-        if again.get("accepted") is not True:
-            self.ambiguous.discard(rid)
-            raise DeliveryError(
-                f"agent-world refused the answer: {again.get('reason') or 'no reason given'}", permanent=True
-            )
+        if again.get("accepted") is True:
+            return
+        reason = str(again.get("reason") or "no reason given")[:300]
+        if reason.startswith(NOT_PENDING):
+            raise DeliveryError("agent-world lists the prompt but has not restored it yet (restarted?); "
+                                f"retrying: {reason}")
+        self.ambiguous.discard(rid)
+        raise DeliveryError(f"agent-world refused the answer: {reason}", permanent=True)
 
-    def _checked(self, rid: str, reply: httpx.Response, was_unclear: bool, what: str, *,
-                 retry_429: bool) -> Any:
-        """The reply's JSON. 5xx is retried; 4xx refuses `what` for good (a 429 is retried
-        when `retry_429`); a body that is not JSON is retried."""
-        if reply.status_code >= 500:
+    def _checked(self, rid: str, reply: httpx.Response, was_unclear: bool) -> Any:
+        """The reply's JSON. 5xx and 429 are retried; other 4xx refuse the answer for good; a
+        body that is not JSON is retried."""
+        if reply.status_code >= 500 or reply.status_code == 429:
             if not was_unclear:
                 self.ambiguous.discard(rid)
             raise DeliveryError(f"agent-world answered HTTP {reply.status_code}: {error_text(reply)}")
         if reply.status_code >= 400:
             self.ambiguous.discard(rid)
-            raise DeliveryError(
-                f"agent-world refused {what} (HTTP {reply.status_code}: {error_text(reply)})",
-                permanent=not (retry_429 and reply.status_code == 429),
-            )
+            raise DeliveryError(f"agent-world refused the answer (HTTP {reply.status_code}: {error_text(reply)})",
+                                permanent=True)
         try:
             return reply.json()
         except (ValueError, RecursionError):
             raise DeliveryError("agent-world answered with something that is not JSON") from None
 
     async def _verdict(self, rid: str, reply: httpx.Response, was_unclear: bool) -> dict[str, Any]:
-        verdict = self._checked(rid, reply, was_unclear, "the answer", retry_429=True)
+        verdict = self._checked(rid, reply, was_unclear)
         if not isinstance(verdict, dict) or not isinstance(verdict.get("accepted"), bool):
             raise DeliveryError("agent-world's reply has no `accepted` flag")
         return verdict
-
-    async def _tool_result(self, rid: str, ref: dict[str, Any], body: dict[str, Any], was_unclear: bool) -> None:
-        path = f"/worlds/{quote(ref['world'], safe='')}/tool-results"
-        reply = await self.post_write_back(rid, path, body, was_unclear)
-        if reply.status_code == 404 and was_unclear:
-            return  # the earlier attempt landed: the tool call is no longer open
-        self._checked(rid, reply, was_unclear, "the tool result", retry_429=False)

@@ -1,4 +1,4 @@
-"""Mastra suspended workflow runs and inbox tasks waiting for input."""
+"""Mastra suspended workflow runs (Mastra 1.x; tested with @mastra/core 1.71.0)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ from bridge.registry import AdapterContext
 
 def build_source(section: dict[str, Any], ctx: AdapterContext) -> MastraSource:
     """Registry factory for `type: mastra`."""
+    if "inboxes" in section:
+        raise ctx.error("inboxes", "Mastra inbox tasks are in no released Mastra (1.x has no /api/inboxes "
+                                   "routes); remove `inboxes` and list the workflows to poll under `workflows`")
     config = ctx.parse(MastraConfig, section)
-    if not config.workflows and not config.inboxes:
-        raise ctx.error("workflows", "name at least one workflow id (or inbox id under `inboxes`) to poll")
+    if not config.workflows:
+        raise ctx.error("workflows", "name at least one workflow id to poll")
     return MastraSource(config, ctx.store)
 
 

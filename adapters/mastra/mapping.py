@@ -1,12 +1,16 @@
-"""Pure translation between Mastra's suspend payloads and the bridge model (PROTOCOLS §4).
+"""Pure translation between Mastra's suspended workflow runs and the bridge model (PROTOCOLS §4).
 
-A suspend payload is free-form JSON written by the workflow's author. We read it the
-way people write it: `question`/`message`/`prompt`/`reason`/`title` is the prompt;
-`options` (strings, or objects with `label`/`value`/`id`) makes a `choice`; `fields`
-(names, `{name: description}` or `[{name, label}]`) makes a `form`; anything else is a
-`text` answer. The resume value is the chosen option's value, the text, or the form
-object; for workflows it is wrapped as `resumeData = {<resume_key>: value}` unless it is
-a form (then the form object is the resumeData), for inbox tasks it is the `payload`.
+A suspended step is found in a run's snapshot: `suspendedPaths` names it and
+`context[step]` holds its `suspendPayload` and `suspendedAt`; a nested workflow's suspension
+sits on the outer step, with the inner path in `suspendPayload.__workflow_meta.path`.
+
+The question comes from the step's own resume schema when Mastra exposes one (see
+`schema.py`), so the answer has the shape the step expects. Without one, the suspend
+payload is read the way people write it: `question`/`message`/`prompt`/`reason`/`title`
+is the prompt; `options` (strings, or objects with `label`/`value`/`id`) makes a choice;
+`fields` (names, `{name: description}` or `[{name, label}]`) makes a form; anything else is
+a text answer, sent as `{<resume_key>: value}` (a form's object as it is). Keys Mastra
+adds for itself (`__workflow_meta`, any `__…`) are never shown.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters.mastra.schema import AnswerPlan, plan_questions, resume_data
 from bridge.models import Answer, FormField, Question, QuestionKind, RequestIn, fit_json
 
 ENGINE = "mastra"
@@ -25,7 +30,7 @@ _FIELD_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 class InvalidSnapshot(ValueError):
-    """A run or task from the engine that cannot be read (garbage, wrong types)."""
+    """A run from the engine that cannot be read (garbage, wrong types)."""
 
 
 @dataclass
@@ -41,6 +46,13 @@ class Shape:
 
 def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def visible(payload: Any) -> Any:
+    """The payload without the keys Mastra keeps for itself (`__workflow_meta`, `__…`)."""
+    if isinstance(payload, dict):
+        return {k: v for k, v in payload.items() if not (isinstance(k, str) and k.startswith("__"))}
+    return payload
 
 
 def _option_pairs(raw: Any) -> dict[str, Any]:
@@ -91,7 +103,8 @@ def _form_fields(raw: Any) -> list[FormField]:
 
 def read_payload(payload: Any, fallback: str) -> Shape:
     """The question a suspend payload asks (never raises: unknown shapes become text)."""
-    data = payload if isinstance(payload, dict) else {"value": payload}
+    shown = visible(payload)
+    data = shown if isinstance(shown, dict) else {"value": shown}
     prompt = next((t for k in PROMPT_KEYS if (t := _text(data.get(k)))), None)
     details = {k: v for k, v in data.items() if k not in PROMPT_KEYS and k not in ("options", "fields")}
     if prompt is None:
@@ -116,30 +129,32 @@ def shape_to_question(shape: Shape) -> Question:
     )
 
 
-def answer_value(shape_kind: str, options: dict[str, Any], answer: Answer) -> Any:
-    """The value the engine gets: the option's own value (not its label), text, or object."""
-    value = answer.values.get("answer")
-    if shape_kind == QuestionKind.choice and isinstance(value, str):
-        return options.get(value, value)
-    return value
-
-
-# -- workflows ------------------------------------------------------------------------------
+# -- finding suspended steps ----------------------------------------------------------------
 @dataclass
 class SuspendedStep:
+    """One waiting step: `path` is the step to resume (outer step first for nested workflows)."""
+
     workflow: str
     run_id: str
-    step: str
+    path: list[str]
     payload: Any
     suspended_at: str
 
     @property
+    def step(self) -> str:
+        return self.path[0]
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+    @property
     def external_id(self) -> str:
-        return f"wf:{self.workflow}:{self.run_id}:{self.step}:{self.suspended_at}"
+        return f"wf:{self.workflow}:{self.run_id}:{self.name}:{self.suspended_at}"[:200]
 
 
-def suspended_steps(workflow: str, run: Any) -> list[SuspendedStep]:
-    """Each suspended step of one run from `GET …/runs?status=suspended`; [] when none."""
+def read_snapshot(run: Any) -> dict[str, Any]:
+    """A listed run's snapshot as an object (some storages return it as JSON text)."""
     if not isinstance(run, dict) or not isinstance(run.get("runId"), str):
         raise InvalidSnapshot("a run needs a runId")
     snap = run.get("snapshot")
@@ -150,6 +165,20 @@ def suspended_steps(workflow: str, run: Any) -> list[SuspendedStep]:
             raise InvalidSnapshot(f"run {run['runId']}: snapshot is not JSON") from None
     if not isinstance(snap, dict):
         raise InvalidSnapshot(f"run {run['runId']}: snapshot is not an object")
+    return snap
+
+
+def nested_path(payload: Any) -> list[str]:
+    meta = payload.get("__workflow_meta") if isinstance(payload, dict) else None
+    path = meta.get("path") if isinstance(meta, dict) else None
+    if isinstance(path, list) and path and all(isinstance(p, str) and p for p in path):
+        return [str(p)[:200] for p in path[:10]]
+    return []
+
+
+def suspended_steps(workflow: str, run: Any) -> list[SuspendedStep]:
+    """Each suspended step of one run from `GET …/runs?status=suspended`; [] when none."""
+    snap = read_snapshot(run)
     if snap.get("status", "suspended") != "suspended":
         return []
     paths = snap.get("suspendedPaths") or {}
@@ -163,84 +192,92 @@ def suspended_steps(workflow: str, run: Any) -> list[SuspendedStep]:
         if entry.get("status", "suspended") != "suspended":
             continue
         when = entry.get("suspendedAt") or snap.get("timestamp") or run.get("updatedAt") or ""
-        steps.append(SuspendedStep(workflow, run["runId"], str(step), entry.get("suspendPayload"), str(when)))
+        payload = entry.get("suspendPayload")
+        path = [str(step)[:200], *nested_path(payload)]
+        steps.append(SuspendedStep(workflow, run["runId"], path, payload, str(when)))
     return steps
 
 
-def step_to_request(step: SuspendedStep) -> tuple[RequestIn, Shape]:
-    shape = read_payload(step.payload, f"Workflow {step.workflow} is waiting at step {step.step}")
+# -- the request ----------------------------------------------------------------------------
+@dataclass
+class StepInfo:
+    """What `GET /api/workflows/{id}` says about a step: its resume schema and description."""
+
+    schema: dict[str, Any] | None = None
+    description: str = ""
+
+
+def step_to_request(step: SuspendedStep, info: StepInfo | None, resume_key: str) -> tuple[RequestIn, dict[str, Any]]:
+    """The request for a waiting step and the plan that turns its answer into resumeData."""
+    shape = read_payload(step.payload, f"Workflow {step.workflow} is waiting at step {step.name}")
+    planned = plan_questions(info.schema if info else None, shape.prompt)
+    if planned is not None:
+        questions, plan = planned
+        if len(questions) == 1 and plan.slots[0].type == "string" and shape.options:
+            questions, plan = _offer_payload_options(questions[0], plan, shape)
+        plan_ref = plan.as_ref()
+    else:
+        questions = [shape_to_question(shape)]
+        plan_ref = {"mode": "payload", "kind": str(shape.kind), "options": shape.options, "key": resume_key}
+    description = [info.description] if info and info.description else []
+    if len(questions) > 1:
+        description.append(shape.prompt)
     request = RequestIn(
-        external_id=step.external_id[:200],
-        title=f"{step.workflow}: {step.step}"[:500],
+        external_id=step.external_id,
+        title=f"{step.workflow}: {step.name}"[:500],
+        description="\n\n".join(description)[:20_000],
         engine=ENGINE,
         run_id=step.run_id[:200],
         agent=step.workflow[:500],
-        tool=step.step[:200],
+        tool=step.name[:200],
         context={
             "workflow": step.workflow,
-            "step": step.step,
+            "step": step.name,
+            "run": step.run_id,
             **({"details": fit_json(shape.details)} if shape.details else {}),
         },
         labels={"workflow": step.workflow[:500], "kind": "workflow"},
-        questions=[shape_to_question(shape)],
+        questions=questions,
     )
-    return request, shape
+    ref = {"kind": "workflow", "workflow": step.workflow, "run_id": step.run_id, "step": step.step,
+           "path": step.path, "suspended_at": step.suspended_at, "answer": plan_ref}
+    return request, ref
 
 
-def workflow_resume_body(step: str, kind: str, value: Any, resume_key: str) -> dict[str, Any]:
-    """`{"step": …, "resumeData": …}`: forms as they are, other answers under `resume_key`."""
-    data = value if kind == QuestionKind.form and isinstance(value, dict) else {resume_key: value}
+def _offer_payload_options(question: Question, plan: AnswerPlan, shape: Shape) -> tuple[list[Question], AnswerPlan]:
+    """A step that wants one string and whose payload lists options: show them as a choice."""
+    slot = plan.slots[0]
+    slot.type, slot.values = "enum", shape.options
+    choice = question.model_copy(update={"kind": QuestionKind.choice, "options": list(shape.options)})
+    return [choice], plan
+
+
+# -- the answer -----------------------------------------------------------------------------
+def payload_value(plan: dict[str, Any], answer: Answer) -> Any:
+    """resumeData for a step without a resume schema: the chosen option's own value (not its
+    label), the text, or the form's object; all but forms under `key`."""
+    value = answer.values.get("answer")
+    kind = plan.get("kind")
+    if kind == QuestionKind.choice and isinstance(value, str):
+        value = (plan.get("options") or {}).get(value, value)
+    if kind == QuestionKind.form and isinstance(value, dict):
+        return value
+    return {plan.get("key") or "answer": value}
+
+
+def answer_to_resume_data(ref: dict[str, Any], answer: Answer, resume_key: str) -> Any:
+    """What the step gets as resumeData (raises AnswerDoesNotFit)."""
+    plan = ref.get("answer")
+    if not isinstance(plan, dict):  # a request stored before plans existed
+        plan = {"mode": "payload", "kind": ref.get("shape", "text"), "options": ref.get("options") or {},
+                "key": resume_key}
+    if plan.get("mode") == "schema":
+        return resume_data(plan, answer)
+    return payload_value(plan, answer)
+
+
+def resume_body(ref: dict[str, Any], data: Any) -> dict[str, Any]:
+    """`{"step": …, "resumeData": …}`; a nested step is named by its whole path."""
+    path = ref.get("path")
+    step: str | list[str] = path if isinstance(path, list) and len(path) > 1 else str(ref["step"])
     return {"step": step, "resumeData": data}
-
-
-# -- inbox tasks ------------------------------------------------------------------------------
-@dataclass
-class WaitingTask:
-    inbox: str
-    task_id: str
-    title: str
-    payload: Any
-    reason: str | None
-    suspended_at: str
-
-    @property
-    def external_id(self) -> str:
-        return f"inbox:{self.inbox}:{self.task_id}:{self.suspended_at}"
-
-
-def waiting_task(inbox: str, task: Any) -> WaitingTask | None:
-    if not isinstance(task, dict) or not isinstance(task.get("id"), str):
-        raise InvalidSnapshot("a task needs an id")
-    if task.get("status") != "waiting_for_input":
-        return None
-    sp = task.get("suspendPayload")
-    sp = sp if isinstance(sp, dict) else {}
-    return WaitingTask(
-        inbox=inbox,
-        task_id=task["id"],
-        title=_text(task.get("title")) or f"Task {task['id']}",
-        payload=sp.get("payload"),
-        reason=_text(sp.get("reason")),
-        suspended_at=str(task.get("suspendedAt") or ""),
-    )
-
-
-def task_to_request(task: WaitingTask) -> tuple[RequestIn, Shape]:
-    payload = task.payload if isinstance(task.payload, dict) else {"data": task.payload}
-    shape = read_payload(payload, task.reason or f"{task.title} is waiting for input")
-    context: dict[str, Any] = {"inbox": task.inbox, "task": task.task_id}
-    data = payload.get("data")
-    if data is not None:
-        context["data"] = fit_json(data)
-    request = RequestIn(
-        external_id=task.external_id[:200],
-        title=task.title[:500],
-        description=task.reason or "",
-        engine=ENGINE,
-        run_id=task.task_id[:200],
-        agent=task.inbox[:500],
-        context=context,
-        labels={"inbox": task.inbox[:500], "kind": "inbox"},
-        questions=[shape_to_question(shape)],
-    )
-    return request, shape

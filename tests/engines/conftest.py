@@ -1,8 +1,9 @@
-"""Fixtures: the three fake engines on 127.0.0.1, and bridge config that retries fast."""
+"""Fixtures: the real Mastra server and the fake Teal and agent-world engines on 127.0.0.1,
+and bridge config that retries fast."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -10,8 +11,9 @@ import pytest
 
 from bridge.daemon import Daemon
 from tests.engines.fake_agentworld import FakeAgentWorld
-from tests.engines.fake_mastra import FakeMastra
 from tests.engines.fake_teal import FakeTeal
+from tests.engines.mastra_engine import MastraEngine
+from tests.engines.mastra_server import BuildFailed, MastraServer, NodeMissing, prepare
 
 FAST_DELIVERY = {"first_retry": "50ms", "max_backoff": "200ms", "timeout": "3s", "give_up_after": "1h"}
 
@@ -28,12 +30,34 @@ async def teal() -> AsyncIterator[FakeTeal]:
     await fake.server.stop()
 
 
+@pytest.fixture(scope="session")
+def mastra_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MastraServer]:
+    """One real Mastra server for the whole run (built on first use, see mastra_server.py)."""
+    try:
+        entry, _ = prepare()
+    except NodeMissing as exc:
+        pytest.skip(f"Mastra tests skipped: {exc}")
+    except BuildFailed as exc:
+        pytest.fail(f"cannot build the Mastra test app: {exc}", pytrace=False)
+    server = MastraServer(entry, tmp_path_factory.mktemp("mastra") / "server.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
-async def mastra() -> AsyncIterator[FakeMastra]:
-    fake = FakeMastra()
-    await fake.server.start()
-    yield fake
-    await fake.server.stop()
+async def mastra(mastra_server: MastraServer) -> AsyncIterator[MastraEngine]:
+    """The real Mastra server behind a fault-injecting proxy; every run is deleted afterwards."""
+    engine = MastraEngine(mastra_server.url)
+    await engine.server.start()
+    try:
+        yield engine
+    finally:
+        await engine.close()
+        async with httpx.AsyncClient(base_url=mastra_server.url, timeout=30) as direct:
+            await MastraEngine.clear_with(direct)
 
 
 @pytest.fixture
@@ -52,9 +76,10 @@ async def get_request(bridge: Daemon, request_id: str) -> dict[str, Any]:
         return body
 
 
-async def answer(bridge: Daemon, request_id: str, values: dict[str, Any]) -> dict[str, Any]:
+async def answer(bridge: Daemon, request_id: str, values: dict[str, Any], reason: str | None = None) -> dict[str, Any]:
+    body = {"values": values, "responder": "ada", **({"reason": reason} if reason else {})}
     async with httpx.AsyncClient(base_url=bridge.base_url) as http:
-        reply = await http.post(f"/v1/requests/{request_id}/answer", json={"values": values, "responder": "ada"})
+        reply = await http.post(f"/v1/requests/{request_id}/answer", json=body)
         assert reply.status_code == 200, reply.text
         body: dict[str, Any] = reply.json()
         return body

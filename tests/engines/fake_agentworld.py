@@ -1,16 +1,22 @@
-"""agent-world's world/chat HITL routes, as PROTOCOLS.md §5 describes them.
+"""agent-world's world/chat HITL routes as agent-world 0.16 has them.
 
-- `POST /api/worlds/{world}/setChat/{chatId}` makes the chat current, replays its
-  pending prompts into the runtime and answers `{world, chatId, success, hitlPrompts:
-  [{chatId, prompt}]}` (`success: false` and the old current chat for an unknown chat).
-- `POST /api/worlds/{world}/hitl/respond` with `{requestId, optionId}`, `{requestId,
-  answers: [{questionId, optionIds}]}` or `{requestId, skipped: true}` answers
-  `{accepted, reason?}`. A prompt that is stored in a chat but not in the runtime (the
-  server restarted, or its chat was never made current) is refused with "No pending HITL
-  request found…" until `setChat` replays it.
-- `POST /api/worlds/{world}/tool-results` with `{tool_call_id, toolName:
-  "client.humanIntervention", agentId, choice}` answers the older `{prompt, options}`
-  tool; `choice` must be one of the options.
+agent-world is not published on the npm registry (`npm view agent-world` → 404), so it cannot
+be installed here; this fake follows its source instead (yysun/agent-world: `core/hitl.ts`
+of the structured `ask_user_input` migration, April 2026, and `server/api.ts`):
+
+- `POST /api/worlds/{world}/setChat/{chatId}` makes the chat current and answers `{world,
+  chatId, success, hitlPrompts: [{chatId, prompt}]}` (`success: false` and the old current
+  chat for an unknown chat). The prompts are read from the chat's stored messages
+  (message-authoritative), each `{requestId, type, allowSkip, questions: [{id, header,
+  question, options: [{id, label, description?}]}], metadata, agentName, toolName,
+  toolCallId}`.
+- `POST /api/worlds/{world}/hitl/respond` with `{requestId, chatId?, optionId}`,
+  `{requestId, chatId?, answers: [{questionId, optionIds}]}` or `{requestId, chatId?,
+  skipped: true}` answers `{accepted, reason?}`, checked against the runtime's pending map
+  with agent-world's own reasons. After a restart the map is empty: every answer gets
+  "No pending HITL request found…" until the chat's turn is restored, which here happens on
+  the `restored_after`-th `setChat` of that chat (agent-world restores it in the background).
+- The older `POST /api/worlds/{world}/tool-results` route is gone (Express answers 404).
 Errors: `{error, code, details?}` with 400 / 404.
 """
 
@@ -28,54 +34,49 @@ from starlette.routing import Route
 
 from tests.engines.harness import FakeServer
 
-HUMAN_TOOL = "client.humanIntervention"
+Option = tuple[str, str] | tuple[str, str, str]  # (id, label) or (id, label, description)
 
 
 @dataclass
 class World:
     name: str
-    chats: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # chat → stored prompts
+    chats: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # chat → pending prompts (messages)
     current_chat: str | None = None
-    runtime: dict[str, str] = field(default_factory=dict)  # requestId → chatId (pending in memory)
+    runtime: dict[str, str] = field(default_factory=dict)  # requestId → chatId (pending map, in memory)
+    restoring: dict[str, int] = field(default_factory=dict)  # chat → setChat calls until its turn is back
     answers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def select_prompt(
-    questions: list[tuple[str, str, list[tuple[str, str]]]],
+    questions: list[tuple[str, str, list[Option]]],
     *,
     multiple: bool = False,
     allow_skip: bool = False,
     request_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    agent: str | None = "planner",
 ) -> dict[str, Any]:
-    """The current tool's prompt: questions given as (id, question, [(option id, label)])."""
+    """A pending prompt as setChat lists it: questions given as (id, question, options)."""
+    rid = request_id or f"call_{uuid.uuid4().hex[:12]}"
     return {
-        "requestId": request_id or str(uuid.uuid4()),
+        "requestId": rid,
         "type": "multiple-select" if multiple else "single-select",
         "allowSkip": allow_skip,
-        "title": "Agent needs a decision",
         "questions": [
             {
                 "id": qid,
-                "header": qid.title(),
+                "header": qid.replace("-", " ").title(),
                 "question": text,
-                "options": [{"id": oid, "label": label} for oid, label in options],
+                "options": [
+                    {"id": o[0], "label": o[1], **({"description": o[2]} if len(o) > 2 else {})} for o in options
+                ],
             }
             for qid, text, options in questions
         ],
-    }
-
-
-def legacy_prompt(prompt: str, options: list[str], agent_id: str = "planner") -> dict[str, Any]:
-    """The older `{prompt, options, context}` tool call, answered through tool-results."""
-    call_id = f"call_{uuid.uuid4().hex[:10]}"
-    return {
-        "requestId": call_id,
-        "toolCallId": call_id,
-        "toolName": HUMAN_TOOL,
-        "agentId": agent_id,
-        "prompt": prompt,
-        "options": options,
-        "context": {"why": "legacy"},
+        "metadata": metadata,
+        "agentName": agent,
+        "toolName": "ask_user_input",
+        "toolCallId": rid,
     }
 
 
@@ -86,7 +87,6 @@ class FakeAgentWorld:
             routes=[
                 Route("/api/worlds/{world}/setChat/{chat}", self._set_chat, methods=["POST"]),
                 Route("/api/worlds/{world}/hitl/respond", self._respond, methods=["POST"]),
-                Route("/api/worlds/{world}/tool-results", self._tool_results, methods=["POST"]),
             ]
         )
         self.server = FakeServer(app, error_body={"error": "Failed", "code": "INTERNAL"})
@@ -98,21 +98,22 @@ class FakeAgentWorld:
     def world(self, name: str) -> World:
         return self.worlds.setdefault(name, World(name))
 
-    def ask(self, world: str, chat: str, prompt: dict[str, Any], *, live: bool = True) -> str:
-        """An agent in `chat` asks; `live=False` stores it only in the chat (not the runtime)."""
+    def ask(self, world: str, chat: str, prompt: dict[str, Any]) -> str:
+        """An agent in `chat` asks (the prompt is in the chat's messages and the runtime)."""
         w = self.world(world)
         w.chats.setdefault(chat, []).append(prompt)
-        if live:
-            w.runtime[prompt["requestId"]] = chat
+        w.runtime[prompt["requestId"]] = chat
         return str(prompt["requestId"])
 
-    def restart(self, world: str) -> None:
-        """The server restarted: prompts survive in chats, the runtime map is empty."""
-        self.world(world).runtime.clear()
+    def restart(self, world: str, restored_after: int = 1) -> None:
+        """The server restarted: prompts survive in the chats' messages, the pending map is
+        empty until a chat's turn is restored (on its `restored_after`-th setChat)."""
+        w = self.world(world)
+        w.runtime.clear()
+        w.restoring = {chat: restored_after for chat in w.chats}
 
     def resolve_elsewhere(self, world: str, request_id: str) -> None:
-        w = self.world(world)
-        self._drop(w, request_id)
+        self._drop(self.world(world), request_id)
 
     def _drop(self, w: World, request_id: str) -> None:
         w.runtime.pop(request_id, None)
@@ -120,11 +121,7 @@ class FakeAgentWorld:
             prompts[:] = [p for p in prompts if p["requestId"] != request_id]
 
     def _find(self, w: World, request_id: str) -> dict[str, Any] | None:
-        for prompts in w.chats.values():
-            for p in prompts:
-                if p["requestId"] == request_id:
-                    return p
-        return None
+        return next((p for prompts in w.chats.values() for p in prompts if p["requestId"] == request_id), None)
 
     async def _body(self, request: Request) -> Any:
         try:
@@ -141,8 +138,11 @@ class FakeAgentWorld:
         if chat not in w.chats:
             return JSONResponse({"world": world_json, "chatId": w.current_chat, "success": False})
         w.current_chat = chat
-        for p in w.chats[chat]:
-            w.runtime[p["requestId"]] = chat
+        if chat in w.restoring:
+            w.restoring[chat] -= 1
+            if w.restoring[chat] <= 0:  # the chat's turn is back: its prompts are pending again
+                del w.restoring[chat]
+                w.runtime.update({p["requestId"]: chat for p in w.chats[chat]})
         world_json["currentChatId"] = chat
         prompts = [{"chatId": chat, "prompt": p} for p in w.chats[chat]]
         return JSONResponse({"world": world_json, "chatId": chat, "success": True, "hitlPrompts": prompts})
@@ -159,9 +159,16 @@ class FakeAgentWorld:
                 status_code=400,
             )
         rid = body["requestId"]
+        if not body.get("optionId") and not isinstance(body.get("answers"), list) and body.get("skipped") is not True:
+            return JSONResponse({"accepted": False, "reason": "worldId, requestId, and either answers, skipped, "
+                                                              "or optionId are required."})
         prompt = self._find(w, rid)
         if prompt is None or rid not in w.runtime:
             return JSONResponse({"accepted": False, "reason": f"No pending HITL request found for requestId '{rid}'."})
+        chat = w.runtime[rid]
+        if "chatId" in body and body["chatId"] != chat:
+            return JSONResponse({"accepted": False,
+                                 "reason": f"Request '{rid}' belongs to chat '{chat}', not '{body['chatId']}'."})
         reason = _check(prompt, body)
         if reason:
             return JSONResponse({"accepted": False, "reason": reason})
@@ -169,43 +176,36 @@ class FakeAgentWorld:
         self._drop(w, rid)
         return JSONResponse({"accepted": True})
 
-    async def _tool_results(self, request: Request) -> JSONResponse:
-        name = request.path_params["world"]
-        if name not in self.worlds:
-            return JSONResponse({"error": "World not found", "code": "WORLD_NOT_FOUND"}, status_code=404)
-        w = self.worlds[name]
-        body = await self._body(request)
-        if not isinstance(body, dict) or body.get("toolName") != HUMAN_TOOL:
-            return JSONResponse({"error": "Invalid request body", "code": "VALIDATION_ERROR"}, status_code=400)
-        prompt = self._find(w, str(body.get("tool_call_id")))
-        if prompt is None:
-            return JSONResponse({"error": "Tool call not found", "code": "TOOL_CALL_NOT_FOUND"}, status_code=404)
-        if body.get("choice") not in prompt["options"]:
-            return JSONResponse({"error": "Invalid choice", "code": "INVALID_CHOICE"}, status_code=400)
-        w.answers.append(body)
-        self._drop(w, prompt["requestId"])
-        return JSONResponse({"success": True})
-
 
 def _check(prompt: dict[str, Any], body: dict[str, Any]) -> str | None:
+    """agent-world's normalizeSubmittedAnswers, with its reasons."""
     rid = prompt["requestId"]
     if body.get("skipped") is True:
-        return None if prompt.get("allowSkip") else f"Request '{rid}' cannot be skipped."
-    questions = {q["id"]: {o["id"] for o in q["options"]} for q in prompt.get("questions", [])}
-    if "optionId" in body:
-        if len(questions) != 1 or body["optionId"] not in next(iter(questions.values())):
-            return f"Invalid option '{body['optionId']}' for requestId '{rid}'."
-        return None
-    answers = body.get("answers")
-    if not isinstance(answers, list) or not answers:
-        return "optionId, answers or skipped is required."
+        return None if prompt.get("allowSkip") else f"Request '{rid}' does not allow skipping."
+    questions = {q["id"]: {o["id"] for o in q["options"]} for q in prompt["questions"]}
+    answers = body.get("answers") if isinstance(body.get("answers"), list) else []
+    if not answers:
+        option = str(body.get("optionId") or "").strip()
+        if not option:
+            return "answers are required when skipped is false."
+        answers = [{"questionId": prompt["questions"][0]["id"], "optionIds": [option]}]
+    seen: set[str] = set()
     for a in answers:
-        ids = a.get("optionIds") if isinstance(a, dict) else None
-        qid = a.get("questionId") if isinstance(a, dict) else None
-        if qid not in questions or not isinstance(ids, list) or not ids:
-            return f"Invalid answer for requestId '{rid}'."
-        if prompt.get("type") == "single-select" and len(ids) != 1:
-            return f"Question '{qid}' takes one option."
-        if any(i not in questions[qid] for i in ids):
-            return f"Invalid option for question '{qid}'."
-    return None
+        qid = str(a.get("questionId") or "").strip() if isinstance(a, dict) else ""
+        if not qid:
+            return "Each HITL answer requires a questionId."
+        if qid not in questions:
+            return f"Invalid questionId '{qid}' for requestId '{rid}'."
+        if qid in seen:
+            return f"Duplicate answer for questionId '{qid}'."
+        seen.add(qid)
+        ids = [str(i).strip() for i in a.get("optionIds") or [] if str(i).strip()]
+        if not ids:
+            return f"Answer for questionId '{qid}' requires at least one optionId."
+        for option in dict.fromkeys(ids):
+            if option not in questions[qid]:
+                return f"Invalid option '{option}' for questionId '{qid}'."
+        if prompt["type"] == "single-select" and len(set(ids)) != 1:
+            return f"Question '{qid}' accepts exactly one option."
+    missing = [q for q in questions if q not in seen]
+    return f"Missing answer for questionId '{missing[0]}'." if missing else None

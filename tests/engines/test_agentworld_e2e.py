@@ -1,5 +1,7 @@
-"""agent-world end to end: an agent asks in a chat → bridge request → answer over the HTTP
-API → the engine gets exactly that option id; replay after restart, legacy tool, failures."""
+"""agent-world end to end (against the protocol-true fake, see fake_agentworld.py): an agent
+asks in a chat → bridge request → answer over the HTTP API → the engine gets exactly that
+option id; tool approvals with option descriptions, replay after a restart, refusals,
+failures."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 from adapters.agentworld.source import AgentWorldSource
 from bridge.daemon import Daemon
 from tests.engines.conftest import answer, engine_config, get_request, metrics, open_requests, state_of
-from tests.engines.fake_agentworld import FakeAgentWorld, legacy_prompt, select_prompt
+from tests.engines.fake_agentworld import FakeAgentWorld, select_prompt
 from tests.harness import running_bridge, wait_for
 
 ENV_Q = [("env", "Which environment?", [("stg", "Staging"), ("prd", "Production")])]
@@ -45,8 +47,33 @@ async def test_single_select_answered_with_the_option_id(tmp_path: Path, agentwo
         req = await one_open(bridge)
         assert req.questions[0].options == ["Staging", "Production"] and req.labels == {"world": "ops", "chat": "c1"}
         await answer(bridge, req.id, {"q1": "Production"})
-        await wait_for(lambda: agentworld.world("ops").answers == [{"requestId": rid, "optionId": "prd"}])
+        sent = {"requestId": rid, "chatId": "c1", "optionId": "prd"}
+        await wait_for(lambda: agentworld.world("ops").answers == [sent])
         await wait_for(lambda: _is(bridge, req.id, "delivered"))
+
+
+async def test_tool_approval_shows_option_descriptions_and_the_command(
+    tmp_path: Path, agentworld: FakeAgentWorld
+) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    options = [("yes_once", "Yes once", "Run this command once."),
+               ("yes_in_session", "Yes, this session", "Run it now and don't ask again in this chat."),
+               ("no", "No", "Do not run it.")]
+    prompt = select_prompt([("approval", "Run `rm -rf build` in /srv/app?", options)],
+                           metadata={"tool": "shell_cmd", "command": "rm -rf build", "toolCallId": "x"})
+    rid = agentworld.ask("ops", "c1", prompt)
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld))) as bridge:
+        req = await one_open(bridge)
+        (q,) = req.questions
+        assert (req.title, req.agent, req.tool) == ("Approval", "planner", "ask_user_input")
+        assert q.options == ["Yes once", "Yes, this session", "No"]
+        assert q.help_text.splitlines() == ["• Yes once — Run this command once.",
+                                            "• Yes, this session — Run it now and don't ask again in this chat.",
+                                            "• No — Do not run it."]
+        assert req.context["details"] == {"tool": "shell_cmd", "command": "rm -rf build"}
+        await answer(bridge, req.id, {"q1": "No"}, reason="not on a Friday")
+        await wait_for(lambda: _is(bridge, req.id, "delivered"))
+        assert agentworld.world("ops").answers == [{"requestId": rid, "chatId": "c1", "optionId": "no"}]
 
 
 async def test_multiple_select_and_skip(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
@@ -57,12 +84,14 @@ async def test_multiple_select_and_skip(tmp_path: Path, agentworld: FakeAgentWor
         req = await one_open(bridge)
         assert req.questions[0].kind == "multi_choice" and req.questions[0].options[-1] == "Skip"
         await answer(bridge, req.id, {"q1": ["Lint", "E2E"]})
-        expected = {"requestId": rid, "answers": [{"questionId": "checks", "optionIds": ["lint", "e2e"]}]}
+        expected = {"requestId": rid, "chatId": "c1",
+                    "answers": [{"questionId": "checks", "optionIds": ["lint", "e2e"]}]}
         await wait_for(lambda: agentworld.world("ops").answers == [expected])
         rid2 = agentworld.ask("ops", "c1", select_prompt(q, multiple=True, allow_skip=True))
         req2 = await one_open(bridge)
         await answer(bridge, req2.id, {"q1": ["Skip"]})
-        await wait_for(lambda: agentworld.world("ops").answers[-1:] == [{"requestId": rid2, "skipped": True}])
+        await wait_for(lambda: agentworld.world("ops").answers[-1:] == [{"requestId": rid2, "chatId": "c1",
+                                                                            "skipped": True}])
 
 
 async def test_pending_only_in_chat_is_replayed_with_set_chat(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
@@ -73,26 +102,40 @@ async def test_pending_only_in_chat_is_replayed_with_set_chat(tmp_path: Path, ag
         agentworld.restart("ops")  # the runtime forgets; the chat still holds the prompt
         await answer(bridge, req.id, {"q1": "Staging"})
         await wait_for(lambda: _is(bridge, req.id, "delivered"))
-        responds = agentworld.server.calls_to("POST", "/hitl/respond")
-        assert len(responds) == 2 and responds[0].json() == responds[1].json() == {"requestId": rid, "optionId": "stg"}
-        assert agentworld.world("ops").answers == [{"requestId": rid, "optionId": "stg"}]
+        sent = {"requestId": rid, "chatId": "c1", "optionId": "stg"}
+        assert [c.json() for c in agentworld.server.calls_to("POST", "/hitl/respond")] == [sent, sent]
+        assert agentworld.world("ops").answers == [sent]
 
 
-async def test_legacy_prompt_answered_through_tool_results(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+async def test_answer_waits_until_agent_world_has_restored_the_prompt(
+    tmp_path: Path, agentworld: FakeAgentWorld
+) -> None:
+    """Right after a restart agent-world lists the prompt but refuses answers ("No pending
+    HITL request found") until the chat's turn is restored: the answer is retried, not lost."""
     agentworld.world("ops").chats["c2"] = []
-    p = legacy_prompt("Proceed with the migration?", ["yes", "no"], agent_id="planner")
-    agentworld.ask("ops", "c1", p)
-    async with running_bridge(tmp_path, engine_config(aw_source(agentworld))) as bridge:
+    rid = agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld, poll_every="1h"))) as bridge:
         req = await one_open(bridge)
-        assert req.agent == "planner"
-        await answer(bridge, req.id, {"answer": "no"})
-        expected = {
-            "tool_call_id": p["toolCallId"],
-            "toolName": "client.humanIntervention",
-            "agentId": "planner",
-            "choice": "no",
-        }
-        await wait_for(lambda: agentworld.world("ops").answers == [expected])
+        agentworld.restart("ops", restored_after=4)
+        await answer(bridge, req.id, {"q1": "Production"})
+        await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
+        assert agentworld.world("ops").answers == [{"requestId": rid, "chatId": "c1", "optionId": "prd"}]
+        retries = [e for e in await bridge.store.list_events(req.id) if e.kind == "delivery_retry"]
+        assert len(retries) == 3 and all("has not restored it yet" in e.data["error"] for e in retries)
+
+
+async def test_refusal_reaches_the_request(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld, poll_every="1h"))) as bridge:
+        req = await one_open(bridge)
+        prompt = agentworld.world("ops").chats["c1"][0]  # the agent re-asked with other options
+        prompt["questions"][0]["options"] = [{"id": "dev", "label": "Dev"}]
+        await answer(bridge, req.id, {"q1": "Staging"})
+        await wait_for(lambda: _is(bridge, req.id, "failed"))
+        view = await get_request(bridge, req.id)
+        assert view["error"] == ("delivery failed: agent-world refused the answer: "
+                                 "Invalid option 'stg' for questionId 'env'.")
 
 
 async def test_answered_in_agent_world_is_withdrawn(tmp_path: Path, agentworld: FakeAgentWorld) -> None:
@@ -122,7 +165,7 @@ async def test_engine_errors_during_respond_are_retried(tmp_path: Path, agentwor
         await wait_for(lambda: len(agentworld.server.calls_to("POST", "/hitl/respond")) >= 2)
         agentworld.server.set_faults("ok")
         await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
-        assert agentworld.world("ops").answers == [{"requestId": rid, "optionId": "stg"}]
+        assert agentworld.world("ops").answers == [{"requestId": rid, "chatId": "c1", "optionId": "stg"}]
 
 
 async def test_unknown_chat_and_garbage_prompts_do_not_stop_the_others(
@@ -158,4 +201,5 @@ async def test_engine_down_then_slow_is_retried_and_answered_once(tmp_path: Path
         await agentworld.server.start()
         agentworld.server.set_faults("slow", delay=0.6, remaining=1, only_methods=("POST",))
         await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
-        await wait_for(lambda: agentworld.world("ops").answers == [{"requestId": rid, "optionId": "prd"}])
+        sent = {"requestId": rid, "chatId": "c1", "optionId": "prd"}
+        await wait_for(lambda: agentworld.world("ops").answers == [sent])

@@ -1,4 +1,4 @@
-"""agent-world prompts → questions, answers → respond / tool-results bodies (no network)."""
+"""agent-world prompts → questions, answers → hitl/respond bodies (no network)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from adapters.agentworld.mapping import InvalidPrompt, NoAnswer, map_prompt, respond_body
 from bridge.models import Answer, QuestionKind, Responder
-from tests.engines.fake_agentworld import legacy_prompt, select_prompt
+from tests.engines.fake_agentworld import select_prompt
 
 
 def _answer(values: dict[str, Any]) -> Answer:
@@ -23,7 +23,7 @@ def test_single_select_one_question_answers_with_option_id() -> None:
     m = map_prompt("w", "c", p)
     q = m.request.questions[0]
     assert (q.kind, q.options, q.prompt) == (QuestionKind.choice, ["Staging", "Production"], "Which environment?")
-    assert respond_body(m.ref, _answer({"q1": "Production"})) == {"requestId": "r1", "optionId": "prd"}
+    assert respond_body(m.ref, _answer({"q1": "Production"})) == {"requestId": "r1", "chatId": "c", "optionId": "prd"}
     assert m.request.external_id == "w:c:r1"
 
 
@@ -36,6 +36,7 @@ def test_multiple_select_answers_per_question_with_option_ids() -> None:
     body = respond_body(m.ref, _answer({"q1": ["One", "Two"], "q2": ["X"]}))
     assert body == {
         "requestId": "r2",
+        "chatId": "c",
         "answers": [{"questionId": "a", "optionIds": ["1", "2"]}, {"questionId": "b", "optionIds": ["x"]}],
     }
 
@@ -44,26 +45,32 @@ def test_allow_skip_adds_a_skip_control() -> None:
     p = select_prompt([("a", "Pick", [("1", "Skip"), ("2", "Two")])], allow_skip=True, request_id="r3")
     m = map_prompt("w", "c", p)
     assert m.request.questions[0].options == ["Skip", "Two", "Skip (2)"]
-    assert respond_body(m.ref, _answer({"q1": "Skip (2)"})) == {"requestId": "r3", "skipped": True}
-    assert respond_body(m.ref, _answer({"q1": "Skip"})) == {"requestId": "r3", "optionId": "1"}
-    assert respond_body(m.ref, None) == {"requestId": "r3", "skipped": True}
+    assert respond_body(m.ref, _answer({"q1": "Skip (2)"})) == {"requestId": "r3", "chatId": "c", "skipped": True}
+    assert respond_body(m.ref, _answer({"q1": "Skip"})) == {"requestId": "r3", "chatId": "c", "optionId": "1"}
+    assert respond_body(m.ref, None) == {"requestId": "r3", "chatId": "c", "skipped": True}
 
 
-def test_legacy_prompt_answers_through_tool_results() -> None:
-    p = legacy_prompt("Continue?", ["yes", "no"], agent_id="a1")
+def test_option_descriptions_header_and_metadata_are_shown() -> None:
+    options = [("yes_once", "Yes once", "Run this command once."), ("no", "No")]
+    p = select_prompt([("approval", "Run `make clean`?", options)], request_id="r4",
+                      metadata={"tool": "shell_cmd", "command": "make clean"}, agent="builder")
     m = map_prompt("w", "c", p)
-    assert m.request.questions[0].options == ["yes", "no"]
-    body = respond_body(m.ref, _answer({"answer": "no"}))
-    assert body == {
-        "tool_call_id": p["toolCallId"],
-        "toolName": "client.humanIntervention",
-        "agentId": "a1",
-        "choice": "no",
-    }
+    q = m.request.questions[0]
+    assert q.help_text == "• Yes once — Run this command once."
+    assert (m.request.title, m.request.agent) == ("Approval", "builder")
+    assert m.request.context["details"] == {"tool": "shell_cmd", "command": "make clean"}
+    generic = select_prompt([("question-1", "Go on?", [("y", "Yes")])], agent="builder")
+    generic["questions"][0]["header"] = "Human input required"
+    mapped = map_prompt("w", "c", generic)
+    assert mapped.request.title == "builder needs a decision" and mapped.request.questions[0].help_text == ""
+
+
+def test_answers_that_fit_no_option_are_refused() -> None:
+    m = map_prompt("w", "c", select_prompt([("a", "Pick", [("1", "One")])], request_id="r5"))
     with pytest.raises(NoAnswer):
-        respond_body(m.ref, _answer({"answer": "maybe"}))
+        respond_body(m.ref, _answer({"q1": "Two"}))
     with pytest.raises(NoAnswer):
-        respond_body(m.ref, None)
+        respond_body(m.ref, None)  # no Skip allowed
 
 
 @pytest.mark.parametrize(
@@ -75,7 +82,8 @@ def test_legacy_prompt_answers_through_tool_results() -> None:
         {"requestId": "r"},
         {"requestId": "r", "questions": [{"id": "a", "options": []}]},
         {"requestId": "r", "options": [1, 2]},
-        {"requestId": "x" * 200, "options": ["a"]},
+        {"requestId": "r", "prompt": "Go?", "options": ["yes", "no"]},  # before agent-world 0.16
+        {"requestId": "x" * 200, "questions": [{"id": "a", "options": [{"id": "1", "label": "One"}]}]},
     ],
 )
 def test_unusable_prompts_are_refused(prompt: Any) -> None:

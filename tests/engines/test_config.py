@@ -34,6 +34,7 @@ def build(tmp_path: Path, source: dict[str, Any]) -> Any:
             "duration",
         ),
         ({"type": "mastra", "base_url": "http://m", "workflow": ["w"]}, "sources[0].workflow", "unknown key"),
+        ({"type": "mastra", "base_url": "http://m", "inboxes": ["i"]}, "sources[0].inboxes", "in no released Mastra"),
         ({"type": "agentworld", "base_url": "http://a", "worlds": []}, "sources[0].worlds", "at least 1"),
         (
             {"type": "agentworld", "base_url": "http://a", "worlds": [{"world": "w"}]},
@@ -50,7 +51,7 @@ def test_bad_sections_name_the_key(tmp_path: Path, source: dict[str, Any], key: 
 
 def test_good_sections_build_and_keep_tokens_secret(tmp_path: Path) -> None:
     (teal,) = build(tmp_path, {"type": "teal", "base_url": "http://t", "authorization": "Bearer s3cret-value"})
-    (mastra,) = build(tmp_path, {"type": "mastra", "base_url": "http://m", "inboxes": ["i"], "token": "s3cret-value"})
+    (mastra,) = build(tmp_path, {"type": "mastra", "base_url": "http://m", "workflows": ["w"], "token": "s3cret-value"})
     (aw,) = build(
         tmp_path,
         {"type": "agentworld", "base_url": "http://a/api", "worlds": [{"world": "w", "chats": ["c"]}], "name": "aw2"},

@@ -6,7 +6,6 @@ import httpx
 import pytest
 
 from tests.engines.fake_agentworld import FakeAgentWorld, select_prompt
-from tests.engines.fake_mastra import FakeMastra
 from tests.engines.fake_teal import FakeTeal, tool_call
 
 
@@ -64,47 +63,31 @@ async def test_fault_modes_and_down(teal: FakeTeal) -> None:
         ).status_code == 200
 
 
-async def test_mastra_lists_pages_and_resumes() -> None:
-    fake = FakeMastra()
-    await fake.server.start()
-    try:
-        ids = [fake.suspend("wf", "approve", {"question": f"q{i}"}) for i in range(5)]
-        async with httpx.AsyncClient(base_url=fake.url) as http:
-            p0 = (
-                await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 0, "perPage": 2})
-            ).json()
-            p2 = (
-                await http.get("/api/workflows/wf/runs", params={"status": "suspended", "page": 2, "perPage": 2})
-            ).json()
-            assert (len(p0["runs"]), len(p2["runs"]), p0["total"]) == (2, 1, 5)
-            r = await http.post(
-                "/api/workflows/wf/resume",
-                params={"runId": ids[0]},
-                json={"step": "approve", "resumeData": {"answer": 1}},
-            )
-            assert r.json() == {"message": "Workflow run resumed"}
-            again = await http.post(
-                "/api/workflows/wf/resume", params={"runId": ids[0]}, json={"step": "approve", "resumeData": {}}
-            )
-            assert again.status_code == 400
-            assert (await http.get("/api/workflows/nope/runs")).status_code == 404
-    finally:
-        await fake.server.stop()
-
-
-async def test_agentworld_respond_needs_the_chat_replayed_after_restart() -> None:
+async def test_agentworld_refuses_until_the_chat_is_restored_after_a_restart() -> None:
     fake = FakeAgentWorld()
     await fake.server.start()
     try:
         rid = fake.ask("w", "c1", select_prompt([("a", "Pick", [("1", "One")])]))
-        fake.restart("w")
+        fake.restart("w", restored_after=2)
         async with httpx.AsyncClient(base_url=fake.url) as http:
-            r = (await http.post("/api/worlds/w/hitl/respond", json={"requestId": rid, "optionId": "1"})).json()
-            assert r["accepted"] is False and "No pending" in r["reason"]
+            async def respond(body: dict[str, object]) -> dict[str, object]:
+                reply: dict[str, object] = (await http.post("/api/worlds/w/hitl/respond", json=body)).json()
+                return reply
+
+            r = await respond({"requestId": rid, "optionId": "1"})
+            assert r["accepted"] is False and "No pending" in str(r["reason"])
             chat = (await http.post("/api/worlds/w/setChat/c1")).json()
             assert chat["success"] and chat["hitlPrompts"][0]["prompt"]["requestId"] == rid
-            r = (await http.post("/api/worlds/w/hitl/respond", json={"requestId": rid, "optionId": "1"})).json()
-            assert r == {"accepted": True}
+            assert (await respond({"requestId": rid, "optionId": "1"}))["accepted"] is False  # not restored yet
+            await http.post("/api/worlds/w/setChat/c1")
+            assert (await respond({"requestId": rid, "chatId": "c2", "optionId": "1"}))["reason"] == (
+                f"Request '{rid}' belongs to chat 'c1', not 'c2'.")
+            assert (await respond({"requestId": rid, "optionId": "9"}))["reason"] == (
+                "Invalid option '9' for questionId 'a'.")
+            assert (await respond({"requestId": rid, "skipped": True}))["reason"] == (
+                f"Request '{rid}' does not allow skipping.")
+            assert await respond({"requestId": rid, "chatId": "c1", "optionId": "1"}) == {"accepted": True}
             assert (await http.post("/api/worlds/w/setChat/c1")).json()["hitlPrompts"] == []
+            assert (await http.post("/api/worlds/w/tool-results", json={})).status_code == 404
     finally:
         await fake.server.stop()

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from adapters.agentworld.mapping import map_prompt
 from adapters.mastra.mapping import step_to_request, suspended_steps
 from adapters.teal.mapping import parse_pause, pause_to_request
 from tests.engines.conftest import engine_config, open_requests
 from tests.engines.fake_agentworld import FakeAgentWorld, select_prompt
-from tests.engines.fake_mastra import FakeMastra
 from tests.engines.fake_teal import FakeTeal, tool_call
+from tests.engines.mastra_engine import MastraEngine
 from tests.harness import running_bridge, wait_for
 
 
@@ -43,10 +44,10 @@ def test_deep_mastra_payload_and_agentworld_context_are_flattened() -> None:
         },
     }
     (step,) = suspended_steps("w", run)
-    request, _ = step_to_request(step)
+    request, _ = step_to_request(step, None, "answer")
     assert isinstance(request.context["details"], str)
-    legacy = {"requestId": "c1", "prompt": "Go?", "options": ["a"], "context": nested(40)}
-    assert isinstance(map_prompt("w", "c", legacy).request.context["context"], str)
+    prompt = select_prompt([("a", "Go?", [("1", "One")])], metadata={"blob": nested(40)})
+    assert isinstance(map_prompt("w", "c", prompt).request.context["details"], str)
 
 
 async def test_teal_intake_refuses_bad_labels_and_deep_json(tmp_path: Path, teal: FakeTeal) -> None:
@@ -65,8 +66,9 @@ async def test_teal_intake_refuses_bad_labels_and_deep_json(tmp_path: Path, teal
         assert (await http.post("/v1/sources/teal/pauses", json=base)).status_code == 201
 
 
-async def test_mastra_garbage_runs_and_deep_json_do_not_stop_polling(tmp_path: Path, mastra: FakeMastra) -> None:
-    mastra.suspend("deploy", "approve", {"question": "Real one?"})
+@pytest.mark.timeout(600)  # may be the first test to need the Mastra server: it builds the test app once
+async def test_mastra_garbage_runs_and_deep_json_do_not_stop_polling(tmp_path: Path, mastra: MastraEngine) -> None:
+    await mastra.start("deploy", {"version": "real"})
     good = {"type": "mastra", "base_url": mastra.url, "workflows": ["deploy"], "poll_every": "50ms"}
     async with running_bridge(tmp_path, engine_config(good)) as bridge:
         first = await wait_for(lambda: open_requests(bridge, "mastra"))
@@ -80,7 +82,7 @@ async def test_mastra_garbage_runs_and_deep_json_do_not_stop_polling(tmp_path: P
         await wait_for(lambda: len(mastra.server.calls_to("GET", "/runs")) >= polls + 6)
         assert [r.id for r in await open_requests(bridge, "mastra")] == [first[0].id]
         mastra.server.set_faults("ok")
-        mastra.suspend("deploy", "approve", {"question": "Second?"})
+        await mastra.start("deploy", {"version": "second"})
         await wait_for(lambda: _count(bridge, 2))
 
 
