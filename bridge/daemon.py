@@ -17,6 +17,7 @@ from bridge.errors import ConfigError
 from bridge.http.app import create_app
 from bridge.outbox import Outbox
 from bridge.ports import Channel, Clock, Source
+from bridge.preflight import check_targets
 from bridge.registry import build_channels, build_sources
 from bridge.router import Router
 from bridge.scheduler import Scheduler
@@ -85,9 +86,7 @@ class Daemon:
         self.channels = build_channels(self.settings, self.store, self.clock)
         self.sources = build_sources(self.settings, self.store, self.clock,
                                      optional=frozenset({"delta"}) if self.embedded else frozenset())
-        for target in unrouted_targets(self.settings, self.channels):
-            log.warning("target %s has no configured channel: requests routed there are not shown "
-                        "(configure its channel or fix the route)", target)
+        check_targets(self.settings, self.channels)  # a target nobody shows is a config error
         router = Router(self.settings.routes, self.settings.default_route)
         self.service = BridgeService(
             self.store, router, SecretBox(self.settings.secrets.key), self.clock,
