@@ -11,7 +11,7 @@ from typing import Any
 import uvicorn
 
 from bridge.clock import SystemClock
-from bridge.config import Settings
+from bridge.config import EMBEDDED, Settings
 from bridge.crypto import SecretBox
 from bridge.errors import ConfigError
 from bridge.http.app import create_app
@@ -19,9 +19,11 @@ from bridge.outbox import Outbox
 from bridge.ports import Channel, Clock, Source
 from bridge.preflight import check_targets
 from bridge.registry import build_channels, build_sources
+from bridge.reload import read_new_config
 from bridge.router import Router
 from bridge.scheduler import Scheduler
 from bridge.service import BridgeService
+from bridge.source_watch import SourceWatch
 from bridge.store import Store, open_store_from_url, redact_url
 
 log = logging.getLogger("hitl_bridge")
@@ -99,28 +101,46 @@ class Daemon:
         routes = [r for source in self.sources for r in source.http_routes()]
         routes += [r for channel in self.channels for r in channel.http_routes()]
         self.app = create_app(self.service, self.settings, routes, readiness=self._readiness)
+        self.instruments = self.app.state.metrics.instruments
+        self.scheduler.observers.append(
+            lambda fired: self.instruments.timer_late((fired.fired_at - fired.due_at).total_seconds()))
         for channel in self.channels:
             await channel.start(self.service)
         self._tasks.append(asyncio.create_task(self.outbox.run(), name="outbox"))
         await self.scheduler.start()
         for source in self.sources:
-            self._tasks.append(asyncio.create_task(self._run_source(source), name=f"source:{source.name}"))
+            watch = SourceWatch(source, self.service.health)  # restarts it; reports source:<name>
+            self._tasks.append(asyncio.create_task(watch.run(self.service), name=f"source:{source.name}"))
         await self.service.repost_pending()
         if serve_http:
             await self._serve()
 
-    async def _run_source(self, source: Source) -> None:
-        delay = 1.0
-        while True:
-            try:
-                await source.run(self.service)
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("source %s crashed; restarting in %.0fs", source.name, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 60)
+    def reload(self, env: dict[str, str] | None = None) -> bool:
+        """Read the config file again (SIGHUP) and apply routes, responders, people; keep
+        the running config when the new one is not valid. True when applied."""
+        if self.settings.origin == EMBEDDED:
+            log.warning("reload: running on embedded defaults, there is no config file to read again")
+            return False
+        try:
+            plan = read_new_config(self.settings, self.channels, env)
+        except ConfigError as exc:
+            log.error("reload refused, the running config stays: %s", exc, extra={"event": "reload_refused"})
+            self.instruments.config_reloaded(False)
+            return False
+        for section in plan.needs_restart:
+            log.warning("reload: %s changed in %s; it takes effect after a restart", section, self.settings.origin)
+        self.apply(plan.settings)
+        self.instruments.config_reloaded(True)
+        log.info("config reloaded from %s: %s", self.settings.origin, "; ".join(plan.changes) or "routes unchanged",
+                 extra={"event": "reloaded", "changes": plan.changes})
+        return True
+
+    def apply(self, settings: Settings) -> None:
+        """Swap in validated settings whose non-reloadable sections are the running ones.
+        Each swap is one assignment, so a request is routed wholly by the old or the new routes."""
+        self.settings = settings
+        self.service.router = Router(settings.routes, settings.default_route)
+        self.app.state.settings = settings
 
     async def _readiness(self) -> dict[str, Any]:
         ready, checks = await self.service.health.ready()
@@ -190,6 +210,8 @@ class Daemon:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
+        with contextlib.suppress(NotImplementedError, AttributeError):
+            loop.add_signal_handler(signal.SIGHUP, self.reload)
         try:
             await stop.wait()
         finally:

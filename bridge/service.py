@@ -11,6 +11,7 @@ from bridge.config import Route
 from bridge.crypto import SecretBox
 from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound
 from bridge.health import Health
+from bridge.lifecycle import Lifecycle
 from bridge.models import (
     OPEN_STATES,
     Answer,
@@ -56,6 +57,7 @@ class BridgeService:
         self.sources: dict[str, Source] = dict(sources or {})
         self.changes = ChangeFeed()
         self.health = Health()
+        self.lifecycle = Lifecycle(clock)  # a log line per step; metrics listen
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
@@ -121,6 +123,7 @@ class BridgeService:
         )
         saved, created = await self.store.create_request(stored, event)
         if created:
+            self.lifecycle.created(saved)
             self.changes.publish(saved)
             for hook in self.on_created:
                 hook(saved)
@@ -171,6 +174,7 @@ class BridgeService:
             events.append(self._event(request.id, "post_failed", "", targets=failed))
         if ok:
             events.append(self._event(request.id, "posted", "", targets=ok))
+        self.lifecycle.posted(request, [(p.channel, r) for p, r in zip(posts, results, strict=True)])
         updated = await self.store.record_posts(request.id, posts, events, now=now)
         if updated is not None:
             self.changes.publish(updated)
@@ -285,6 +289,7 @@ class BridgeService:
         value = json.dumps(self._redact(request, clean), sort_keys=True)
         now = self.clock.now()
         first = await self.store.add_vote(Vote(request.id, responder.key, value, responder.display, now))
+        self.lifecycle.voted(request, responder, via, first)
         await self.note(request.id, "vote" if first else "duplicate_vote", responder.key,
                         {"name": responder.name, "via": via, "value": self._redact(request, clean)})
         if rejection and first:
@@ -314,6 +319,7 @@ class BridgeService:
         if updated is None:
             current = await self.store.get_request(request.id)
             raise self._closed(current or request)
+        self.lifecycle.answered(updated)
         self._after_close(updated)
         return updated
 
@@ -364,6 +370,7 @@ class BridgeService:
             if current is None:
                 raise NotFound(request_id)
             raise self._closed(current)
+        self.lifecycle.closed(updated, kind, actor, reason)
         self._after_close(updated)
         return updated
 
@@ -394,6 +401,7 @@ class BridgeService:
             raise AnswerRejected("the request changed meanwhile; try again")
         for item in dead:  # superseded by the new entry: no longer a dead letter
             await self.store.outbox_done(item.id)
+        self.lifecycle.redelivery(updated, actor)
         for hook in self.on_answered:
             hook(updated)
         self.changes.publish(updated)
