@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from bridge.lifecycle import Lifecycle, Step
+
+disable_created_metrics()  # no `*_created` series next to each counter: half the series, nothing lost
 
 TIME_TO_ANSWER_BUCKETS = (5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400)
 DELIVERY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600)
@@ -59,6 +61,8 @@ class Instruments:
         """Start the series of the configured channels, sources and routes at 0, so that
         `increase()` and alerts see the first event."""
         routes = list(routes)
+        for via in ("api", "cli", "timeout"):
+            self.answers.labels(channel=via)
         for channel in channels:
             self.answers.labels(channel=channel)
             for result in POST_RESULTS:

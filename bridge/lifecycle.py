@@ -119,7 +119,8 @@ class Lifecycle:
                        request.id, duration(waited), request.route, f" {decided}" if decided else "",
                        route=request.route, source=request.source, via="timeout", seconds=waited)
             return
-        who = answer.responder.key + (f" ({answer.responder.name})" if answer.responder.name else "")
+        named = answer.responder.name and answer.responder.name != answer.responder.user_id
+        who = answer.responder.key + (f" ({answer.responder.name})" if named else "")
         self._emit("answered", request, logging.INFO, "request %s answered by %s via %s after %s%s",
                    request.id, who, answer.via, duration(waited), f": {decided}" if decided else "",
                    route=request.route, source=request.source, responder=answer.responder.key, via=answer.via,
@@ -144,8 +145,8 @@ class Lifecycle:
                         retry_in: float | None = None) -> None:
         if final:
             self._emit("delivery_failed", request, logging.WARNING,
-                       "request %s failed: delivery to %s gave up after %d attempt(s): %s",
-                       request.id, request.source, attempts, error, limit_key=(request.source, error, "final"),
+                       "request %s: delivery to %s failed for good after %d attempt(s) (dead letter): %s",
+                       request.id, request.source, attempts, error,  # each request's end: never held back
                        source=request.source, error=error, attempts=attempts)
         else:
             self._emit("delivery_retry", request, logging.WARNING,
