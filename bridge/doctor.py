@@ -181,7 +181,7 @@ async def source_checks(source: Source) -> list[Finding]:
             return [fail(f"source {source.name}", f"the check itself failed: {type(exc).__name__}: {exc}")]
     client = engine_client(source)
     if client is None:
-        return [ok(f"source {source.name}", "nothing to reach (it receives requests)")]
+        return [ok(f"source {source.name}", "no engine URL to reach")]
     return [await reachability(source.name, client)]
 
 
