@@ -17,7 +17,7 @@ from bridge.errors import ConfigError
 from bridge.http.app import create_app
 from bridge.outbox import Outbox
 from bridge.ports import Channel, Clock, Source
-from bridge.preflight import check_targets
+from bridge.preflight import check_targets, switched_off
 from bridge.registry import build_channels, build_sources
 from bridge.reload import read_new_config
 from bridge.router import Router
@@ -89,6 +89,8 @@ class Daemon:
         self.sources = build_sources(self.settings, self.store, self.clock,
                                      optional=frozenset({"delta"}) if self.embedded else frozenset())
         check_targets(self.settings, self.channels)  # a target nobody shows is a config error
+        for note in switched_off(self.settings):
+            log.warning("%s (set it, or remove the section)", note)
         router = Router(self.settings.routes, self.settings.default_route)
         self.service = BridgeService(
             self.store, router, SecretBox(self.settings.secrets.key), self.clock,

@@ -25,7 +25,7 @@ from bridge.config import Settings
 from bridge.errors import ConfigError
 from bridge.models import utcnow
 from bridge.ports import Channel, Source
-from bridge.preflight import route_targets, target_errors
+from bridge.preflight import route_targets, switched_off, target_errors
 from bridge.store import Store, open_store_from_url, redact_url
 
 Status = Literal["ok", "warn", "fail", "info"]
@@ -108,7 +108,7 @@ async def _store(store: Store, settings: Settings, findings: list[Finding]) -> b
         findings.append(fail("store", f"{where}: opened but cannot write: {type(exc).__name__}: {exc}",
                              "check disk space, file permissions (SQLite) or the user's grants (PostgreSQL)"))
         return True
-    findings.append(ok("store", f"{where} writable ({sum(counts.values())} requests)"))
+    findings.append(ok("store", f"{where} writable ({sum(counts.values())} request(s))"))
     try:
         dead = await store.list_outbox(dead=True)
     except Exception as exc:
@@ -133,6 +133,7 @@ async def _parts(settings: Settings, store: Store) -> list[Finding]:
         return [fail("config", str(exc), "fix the key named above")]
     findings = [ok("channels", ", ".join(c.name for c in channels) or "none"),
                 ok("sources", ", ".join(s.name for s in sources) or "none")]
+    findings += [warn("channels", note, "set it, or remove the section") for note in switched_off(settings)]
     errors = target_errors(settings, channels)
     findings += [fail(e.target, f"{e.problem}, named in {e.key}", e.fix) for e in errors]
     if not errors:

@@ -81,6 +81,14 @@ def check_targets(settings: Settings, channels: Sequence[Channel]) -> None:
         raise problems[0].error(settings.origin, len(problems) - 1)
 
 
+def switched_off(settings: Settings) -> list[str]:
+    """Chat sections present whose bot_token is empty (written `${NAME:-}`): those channels
+    are off. Not an error (routes naming them are), but worth a line at start."""
+    return [f"the {name}: section's bot_token is empty, so {name.title()} is off"
+            for name in ("slack", "telegram")
+            if isinstance(getattr(settings, name), dict) and not getattr(settings, name).get("bot_token")]
+
+
 def check_config(settings: Settings) -> str:
     """Everything `serve` checks before it starts, without opening the store or calling
     any platform: sections, adapters, targets. Returns a one-line summary; raises the

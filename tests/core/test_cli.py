@@ -120,3 +120,12 @@ def test_doctor_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     checks = {c["check"]: c for c in body["checks"]}
     assert checks["store"]["status"] == "ok" and "writable" in checks["store"]["detail"]
     assert checks["daemon"]["status"] == "info"
+
+
+def test_doctor_warns_of_a_chat_section_switched_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"store: {{url: 'sqlite:///{tmp_path}/b.db'}}\nhttp: {{listen: '127.0.0.1:1'}}\n"
+                    "slack: {bot_token: '${SLACK_BOT_TOKEN:-}', signing_secret: s}\n")
+    assert run(["doctor", "-c", str(path)]) == 0  # optional by its `:-`: a warning, not a failure
+    assert ("[warn] channels: the slack: section's bot_token is empty, so Slack is off — fix: set it, or remove "
+            "the section") in capsys.readouterr().out
