@@ -29,12 +29,6 @@ from bridge.store import Store, open_store_from_url, redact_url
 log = logging.getLogger("hitl_bridge")
 
 
-def unrouted_targets(settings: Settings, channels: list[Channel]) -> list[str]:
-    """Targets named in routes that no configured channel owns."""
-    router = Router(settings.routes, settings.default_route)
-    return sorted(t for t in router.all_targets() if not any(c.owns(t) for c in channels))
-
-
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: the daemon owns SIGINT/SIGTERM."""
 

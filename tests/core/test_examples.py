@@ -8,7 +8,7 @@ import pytest
 
 from bridge.clock import SystemClock
 from bridge.config import load_settings
-from bridge.daemon import unrouted_targets
+from bridge.preflight import check_config, target_errors
 from bridge.registry import build_channels, build_sources
 from bridge.store.sqlite import SQLiteStore
 
@@ -32,6 +32,7 @@ async def test_example_loads_and_targets_have_channels(path: Path, tmp_path: Pat
     try:
         channels = build_channels(settings, store, SystemClock())
         build_sources(settings, store, SystemClock())
-        assert unrouted_targets(settings, channels) == []
+        assert target_errors(settings, channels) == []
+        assert check_config(settings).startswith(f"{path}: ok")
     finally:
         await store.close()
