@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -116,9 +117,10 @@ async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from bridge.daemon import Daemon
 
     daemon = Daemon(settings, embedded=settings.origin == EMBEDDED)
-    if settings.origin == EMBEDDED:
-        print("hitl-bridge: no config file, running on embedded defaults "
-              f"(store {settings.store.url}, web inbox at http://{settings.http.listen}/inbox)")
+    if settings.origin == EMBEDDED:  # a log line, not a print: JSON logs stay JSON
+        logging.getLogger("hitl_bridge").info(
+            "no config file, running on embedded defaults (store %s, web inbox at http://%s/inbox)",
+            settings.store.url, settings.http.listen)
     await daemon.run_forever()
     return 0
 

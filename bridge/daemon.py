@@ -146,7 +146,8 @@ class Daemon:
     async def _serve(self) -> None:
         config = uvicorn.Config(
             self.app, host=self.settings.http.host, port=self.settings.http.port,
-            log_level="warning", lifespan="off", access_log=False, server_header=False,
+            log_level="warning", log_config=None,  # uvicorn's lines go through our handler (JSON too)
+            lifespan="off", access_log=False, server_header=False,
             timeout_graceful_shutdown=5,
         )
         self.server = _Server(config)

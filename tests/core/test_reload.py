@@ -102,10 +102,17 @@ async def test_sighup_applies_a_good_config_and_keeps_the_running_one_when_bad(t
             assert 'hitl_config_reloads_total{result="refused"} 2.0' in metrics
             assert "hitl_config_last_reload_successful 0.0" in metrics
             assert (await http.get("/readyz")).status_code == 200
+
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)  # uvicorn logs this one
+            writer.write(b"\x16\x03\x01 this is not HTTP\r\n\r\n")
+            await writer.drain()
+            await reader.read()
+            writer.close()
+            await wait_for(lambda: said("Invalid HTTP request received."), 15)
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 30)
-    lines = log_lines(log)
+    lines = log_lines(log)  # every line JSON, uvicorn's too
     assert all("level" in line and "time" in line for line in lines), [ln for ln in lines if "level" not in ln]
     refused = next(line for line in lines if str(line["message"]).startswith("reload refused"))
     assert refused["level"] == "ERROR" and "target 'slack:#deploys' has no configured channel" in refused["message"]
