@@ -125,6 +125,17 @@ async def test_doctor_with_everything_right_passes_and_names_the_refused_token(
     assert "xoxb-wrong" not in out
 
 
+async def test_doctor_checks_the_socket_mode_app_token(tmp_path: Path, fake: FakeSlack) -> None:
+    settings = doctor_settings(tmp_path, fake, slack={**slack_section(fake), "app_token": "xapp-wrong"},
+                               routes=[{"notify": ["slack:#deploys"]}])
+    lines = render_text(await diagnose(settings)).splitlines()
+    assert ("[FAIL] slack app token: Slack refused the app token (invalid_auth) — fix: put an app-level token "
+            "(xapp-…, scope connections:write, from the app's Basic Information page) in slack.app_token and "
+            "restart") in lines
+    fake.app_token = "xapp-wrong"
+    assert "[ok] slack app token: Socket Mode can connect" in render_text(await diagnose(settings))
+
+
 def run_cli(argv: list[str]) -> int:
     with pytest.raises(SystemExit) as info:
         cli.main(argv)
