@@ -19,7 +19,7 @@ from tests.harness import ManualClock, callback_receiver, running_bridge, wait_f
 from tests.timing.helpers import bridge_on, create, step
 
 SECRET = "whsec-0123456789abcdef"
-FAST = {"delivery": {"first_retry": "20ms", "max_backoff": "50ms", "give_up_after": "300ms"}}
+FAST = {"delivery": {"first_retry": "20ms", "max_backoff": "50ms", "give_up_after": "2s"}}
 
 
 def body(url: str, **extra: Any) -> dict[str, Any]:
@@ -129,15 +129,19 @@ async def test_timers_fired_and_their_lateness(tmp_path: Path, caplog: pytest.Lo
 
 async def test_json_log_lines_carry_the_request_id_as_a_field(tmp_path: Path) -> None:
     out = io.StringIO()
-    configure_logging("INFO", "json", stream=out)
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    handler = configure_logging("INFO", "json", stream=out)
     try:
         async with running_bridge(tmp_path) as bridge, httpx.AsyncClient(base_url=bridge.base_url) as http:
             rid = (await http.post("/v1/requests", json={
                 "title": "Rotate", "questions": [{"id": "k", "kind": "secret", "prompt": "Key?"}]})).json()["id"]
             await http.post(f"/v1/requests/{rid}/answer", json={"value": "s3cr3t-value"})
             await bridge.service.drain()
-    finally:
-        configure_logging("WARNING", "text")
+    finally:  # put back what was there (pytest's own capture), not a handler on a stream it closes
+        root.removeHandler(handler)
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     mine = [line for line in lines if line.get("request_id") == rid]
     assert [line["event"] for line in mine][:3] == ["created", "posted", "answered"]  # then delivered
