@@ -107,7 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_demo_command(sub)
     for verb in sub.choices.values():  # --config works after the verb too: `hitl-bridge serve -c FILE`
-        verb.add_argument("--config", "-c", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        if "--config" not in verb._option_string_actions:
+            verb.add_argument("--config", "-c", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 
