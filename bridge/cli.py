@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,7 @@ from bridge.logs import configure_logging
 from bridge.models import QuestionKind, RequestState, Responder
 from bridge.router import Router
 from bridge.service import BridgeService
-from bridge.store import Store, open_store_from_url, redact_url
+from bridge.store import Store, open_store_from_url
 from bridge.timing_view import vote_line
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.print_help()
         sys.exit(2)
     try:
-        settings = load_settings(args.config)
+        settings = load_settings(getattr(args, "file", None) or args.config)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -91,8 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.set_defaults(func=cmd_redeliver)
 
-    p = sub.add_parser("doctor", help="check config, tokens, store and reachability")
+    p = sub.add_parser("doctor", help="check config, tokens, scopes, chats, store, engines and the daemon")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("check-config", help="validate a config file (no network): exit 0, or 2 naming the key")
+    p.add_argument("file", nargs="?", help="the file to check (default: the one serve would read)")
+    p.set_defaults(func=cmd_check_config)
 
     try:
         from bridge.demo import add_demo_command  # type: ignore[import-not-found,unused-ignore]
@@ -100,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_demo_command(sub)
+    for verb in sub.choices.values():  # --config works after the verb too: `hitl-bridge serve -c FILE`
+        if "--config" not in verb._option_string_actions:
+            verb.add_argument("--config", "-c", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 
@@ -109,9 +118,10 @@ async def cmd_serve(args: argparse.Namespace, settings: Settings) -> int:
     from bridge.daemon import Daemon
 
     daemon = Daemon(settings, embedded=settings.origin == EMBEDDED)
-    if settings.origin == EMBEDDED:
-        print("hitl-bridge: no config file, running on embedded defaults "
-              f"(store {settings.store.url}, web inbox at http://{settings.http.listen}/inbox)")
+    if settings.origin == EMBEDDED:  # a log line, not a print: JSON logs stay JSON
+        logging.getLogger("hitl_bridge").info(
+            "no config file, running on embedded defaults (store %s, web inbox at http://%s/inbox)",
+            settings.store.url, settings.http.listen)
     await daemon.run_forever()
     return 0
 
@@ -322,73 +332,17 @@ def report(response: httpx.Response, verb: str) -> int:
     return 0
 
 
-# doctor -------------------------------------------------------------------------------
+# doctor / check-config ---------------------------------------------------------------------
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
-    from bridge.daemon import unrouted_targets
-    from bridge.registry import build_channels, build_sources
+    from bridge.doctor import diagnose, exit_code, render_json, render_text
 
-    problems = 0
-
-    def line(ok: bool, what: str, detail: str = "") -> None:
-        nonlocal problems
-        problems += 0 if ok else 1
-        print(f"[{'ok' if ok else 'FAIL'}] {what}" + (f": {detail}" if detail else ""))
-
-    line(True, "config", settings.origin)
-    http = settings.http
-    line(http.loopback_only or bool(http.api_tokens), "http",
-         f"listen {http.listen}, {len(http.api_tokens)} API token(s)"
-         + ("" if http.loopback_only or http.api_tokens else " — needs http.api_tokens beyond loopback"))
-    store: Store = open_store_from_url(settings.store.url)
-    try:
-        await store.open()
-        counts = await store.count_by_state()
-        dead = await store.list_outbox(dead=True)
-        line(True, "store", f"{redact_url(settings.store.url)} ({sum(counts.values())} requests)")
-        line(not dead, "deliveries", f"{len(dead)} dead-lettered" if dead else "none dead-lettered")
-    except Exception as exc:
-        line(False, "store", f"{redact_url(settings.store.url)}: {exc}")
-        return 1
-    try:
-        channels = build_channels(settings, store, SystemClock())
-        sources = build_sources(settings, store, SystemClock(), optional=frozenset({"delta"}))
-        line(True, "channels", ", ".join(c.name for c in channels) or "none")
-        line(True, "sources", ", ".join(s.name for s in sources) or "none")
-        missing = unrouted_targets(settings, channels)
-        line(not missing, "targets", "every route target has a channel" if not missing else
-             f"no channel configured for {', '.join(missing)}")
-        for part in [*channels, *sources]:
-            check = getattr(part, "doctor", None)
-            if check is not None:
-                for ok, what, detail in await check():
-                    line(ok, what, detail)
-    except ConfigError as exc:
-        line(False, "config", str(exc))
-    finally:
-        await store.close()
-    async with api_client(settings) as client:
-        up = await daemon_up(client)
-        print(f"[{'ok' if up else '--'}] daemon " + ("answering at " if up else "not running at ") + http.listen)
-        if up:
-            for ok, what, detail in await running_sources(client):
-                line(ok, what, detail)
-    return 1 if problems else 0
+    findings = await diagnose(settings)
+    print(render_json(findings) if args.json else render_text(findings))
+    return exit_code(findings)
 
 
-async def running_sources(client: httpx.AsyncClient) -> list[tuple[bool, str, str]]:
-    """What the running daemon's sources cannot show right now (GET /v1/sources)."""
-    try:
-        response = await client.get("/v1/sources")
-        sources = response.json()["sources"] if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError):
-        sources = None
-    if not isinstance(sources, list):
-        return [(False, "sources", "the daemon did not say how its sources are (GET /v1/sources)")]
-    checks = []
-    for source in sources:
-        count = int(source.get("problem_count", 0))
-        shown = "; ".join(f"{p['where']}: {p['reason']}" for p in source.get("problems", [])[:3])
-        more = f" (and {count - 3} more: GET /v1/sources)" if count > 3 else ""
-        checks.append((count == 0, f"source {source.get('name')}",
-                       "every engine request is shown" if count == 0 else f"{count} problem(s): {shown}{more}"))
-    return checks
+async def cmd_check_config(args: argparse.Namespace, settings: Settings) -> int:
+    from bridge.preflight import check_config
+
+    print(check_config(settings))  # raises ConfigError (exit 2) on the first mistake
+    return 0

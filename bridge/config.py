@@ -30,6 +30,9 @@ from bridge.people import People, PeopleError
 
 ENV_PREFIX = "HITL_BRIDGE__"
 CONFIG_ENV = "HITL_BRIDGE_CONFIG"
+#: where to look when neither --config nor $HITL_BRIDGE_CONFIG names a file: the first of
+#: these that exists (os.pathsep-separated; the Docker image sets /config/… first)
+SEARCH_PATH_ENV = "HITL_BRIDGE_CONFIG_PATH"
 DEFAULT_FILE = "hitl-bridge.yaml"
 EMBEDDED = "<embedded defaults>"
 
@@ -297,14 +300,41 @@ _KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups)[\w.
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def substitute_env(value: Any, env: dict[str, str]) -> Any:
-    """Replace `${NAME}` / `${NAME:-default}` in every string; unset names become ''."""
+class UnsetVariables(ValueError):
+    """`${NAME}` references (no default) whose variable is unset or empty: (key, name) pairs."""
+
+    def __init__(self, missing: list[tuple[str, str]]) -> None:
+        super().__init__(", ".join(name for _, name in missing))
+        self.missing = missing
+
+
+def substitute_env(value: Any, env: dict[str, str], key: str = "") -> Any:
+    """Replace `${NAME}` / `${NAME:-default}` in every string. `${NAME}` whose variable is
+    unset or empty raises UnsetVariables naming it and the key (an optional value says so
+    with a default, even an empty one: `${NAME:-}`)."""
+    missing: list[tuple[str, str]] = []
+    out = _substitute(value, env, key, missing)
+    if missing:
+        raise UnsetVariables(missing)
+    return out
+
+
+def _substitute(value: Any, env: dict[str, str], key: str, missing: list[tuple[str, str]]) -> Any:
     if isinstance(value, str):
-        return _ENV_REF.sub(lambda m: env.get(m.group(1)) or (m.group(2) or ""), value)
+        def one(m: re.Match[str]) -> str:
+            found = env.get(m.group(1))
+            if found:
+                return found
+            if m.group(2) is None:
+                missing.append((key, m.group(1)))
+                return ""
+            return m.group(2)
+
+        return _ENV_REF.sub(one, value)
     if isinstance(value, list):
-        return [substitute_env(v, env) for v in value]
+        return [_substitute(v, env, f"{key}[{i}]", missing) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {k: substitute_env(v, env) for k, v in value.items()}
+        return {k: _substitute(v, env, f"{key}.{k}" if key else str(k), missing) for k, v in value.items()}
     return value
 
 
@@ -352,12 +382,14 @@ def embedded_defaults(env: dict[str, str]) -> dict[str, Any]:
 
 
 def find_config_file(explicit: str | None, env: dict[str, str]) -> Path | None:
+    """`--config`, else `$HITL_BRIDGE_CONFIG`, else the first existing file of
+    `$HITL_BRIDGE_CONFIG_PATH` (default: ./hitl-bridge.yaml), else None (embedded defaults)."""
     if explicit:
         return Path(explicit)
     if env.get(CONFIG_ENV):
         return Path(env[CONFIG_ENV])
-    default = Path(DEFAULT_FILE)
-    return default if default.exists() else None
+    candidates = [p for p in env.get(SEARCH_PATH_ENV, DEFAULT_FILE).split(os.pathsep) if p.strip()]
+    return next((Path(p) for p in candidates if Path(p).is_file()), None)
 
 
 def load_settings(path: str | None = None, env: dict[str, str] | None = None) -> Settings:
@@ -382,7 +414,15 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
             loaded = {}
         if not isinstance(loaded, dict):
             raise ConfigError(origin, "", "the top level must be a mapping of sections")
-        data = substitute_env(loaded, env)
+        try:
+            data = substitute_env(loaded, env)
+        except UnsetVariables as exc:
+            key, name = exc.missing[0]
+            others = sorted({n for _, n in exc.missing[1:]} - {name})
+            more = f" (also unset: {', '.join(others)})" if others else ""
+            raise ConfigError(origin, key, f"${{{name}}} is not set (set the variable, or give a default: "
+                                           f"${{{name}:-default}}, or ${{{name}:-}} for an optional value){more}"
+                              ) from None
     data = apply_env_overrides(data, env)
     try:
         settings = Settings.model_validate(data)

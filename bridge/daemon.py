@@ -11,33 +11,22 @@ from typing import Any
 import uvicorn
 
 from bridge.clock import SystemClock
-from bridge.config import Settings
+from bridge.config import EMBEDDED, Settings
 from bridge.crypto import SecretBox
 from bridge.errors import ConfigError
 from bridge.http.app import create_app
 from bridge.outbox import Outbox
 from bridge.ports import Channel, Clock, Source
+from bridge.preflight import check_targets, switched_off
 from bridge.registry import build_channels, build_sources
+from bridge.reload import read_new_config
 from bridge.router import Router
 from bridge.scheduler import Scheduler
 from bridge.service import BridgeService
+from bridge.source_watch import SourceWatch
 from bridge.store import Store, open_store_from_url, redact_url
 
 log = logging.getLogger("hitl_bridge")
-
-
-def unrouted_targets(settings: Settings, channels: list[Channel]) -> list[str]:
-    """Targets named in routes that no configured channel owns (a `person:` / `group:`
-    target: when none of its people's handles is on a configured channel)."""
-    router = Router(settings.routes, settings.default_route)
-    out = []
-    for target in router.all_targets():
-        reached = settings.directory.targets_of(target)
-        if reached is None:
-            reached = [target]
-        if not any(any(c.owns(t) for c in channels) for t in reached):
-            out.append(target)
-    return sorted(out)
 
 
 class _Server(uvicorn.Server):
@@ -93,9 +82,9 @@ class Daemon:
         self.channels = build_channels(self.settings, self.store, self.clock)
         self.sources = build_sources(self.settings, self.store, self.clock,
                                      optional=frozenset({"delta"}) if self.embedded else frozenset())
-        for target in unrouted_targets(self.settings, self.channels):
-            log.warning("target %s has no configured channel: requests routed there are not shown "
-                        "(configure its channel or fix the route)", target)
+        check_targets(self.settings, self.channels)  # a target nobody shows is a config error
+        for note in switched_off(self.settings):
+            log.warning("%s (set it, or remove the section)", note)
         router = Router(self.settings.routes, self.settings.default_route)
         self.service = BridgeService(
             self.store, router, SecretBox(self.settings.secrets.key), self.clock,
@@ -108,28 +97,47 @@ class Daemon:
         routes = [r for source in self.sources for r in source.http_routes()]
         routes += [r for channel in self.channels for r in channel.http_routes()]
         self.app = create_app(self.service, self.settings, routes, readiness=self._readiness)
+        self.instruments = self.app.state.metrics.instruments
+        self.scheduler.observers.append(
+            lambda fired: self.instruments.timer_late((fired.fired_at - fired.due_at).total_seconds()))
         for channel in self.channels:
             await channel.start(self.service)
         self._tasks.append(asyncio.create_task(self.outbox.run(), name="outbox"))
         await self.scheduler.start()
         for source in self.sources:
-            self._tasks.append(asyncio.create_task(self._run_source(source), name=f"source:{source.name}"))
+            watch = SourceWatch(source, self.service.health)  # restarts it; reports source:<name>
+            self._tasks.append(asyncio.create_task(watch.run(self.service), name=f"source:{source.name}"))
         await self.service.repost_pending()
         if serve_http:
             await self._serve()
 
-    async def _run_source(self, source: Source) -> None:
-        delay = 1.0
-        while True:
-            try:
-                await source.run(self.service)
-                return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("source %s crashed; restarting in %.0fs", source.name, delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 60)
+    def reload(self, env: dict[str, str] | None = None) -> bool:
+        """Read the config file again (SIGHUP) and apply routes, responders, people; keep
+        the running config when the new one is not valid. True when applied."""
+        if self.settings.origin == EMBEDDED:
+            log.warning("reload: running on embedded defaults, there is no config file to read again")
+            return False
+        try:
+            plan = read_new_config(self.settings, self.channels, env)
+        except ConfigError as exc:
+            log.error("reload refused, the running config stays: %s", exc, extra={"event": "reload_refused"})
+            self.instruments.config_reloaded(False)
+            return False
+        for section in plan.needs_restart:
+            log.warning("reload: %s changed in %s; it takes effect after a restart", section, self.settings.origin)
+        self.apply(plan.settings)
+        self.instruments.config_reloaded(True)
+        log.info("config reloaded from %s: %s", self.settings.origin, "; ".join(plan.changes) or "routes unchanged",
+                 extra={"event": "reloaded", "changes": plan.changes})
+        return True
+
+    def apply(self, settings: Settings) -> None:
+        """Swap in validated settings whose non-reloadable sections are the running ones.
+        Each swap is one assignment, so a request is routed wholly by the old or the new routes."""
+        self.settings = settings
+        self.service.router = Router(settings.routes, settings.default_route)
+        self.service.people = settings.directory
+        self.app.state.settings = settings
 
     async def _readiness(self) -> dict[str, Any]:
         ready, checks = await self.service.health.ready()
@@ -139,7 +147,8 @@ class Daemon:
     async def _serve(self) -> None:
         config = uvicorn.Config(
             self.app, host=self.settings.http.host, port=self.settings.http.port,
-            log_level="warning", lifespan="off", access_log=False, server_header=False,
+            log_level="warning", log_config=None,  # uvicorn's lines go through our handler (JSON too)
+            lifespan="off", access_log=False, server_header=False,
             timeout_graceful_shutdown=5,
         )
         self.server = _Server(config)
@@ -199,6 +208,8 @@ class Daemon:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
+        with contextlib.suppress(NotImplementedError, AttributeError):
+            loop.add_signal_handler(signal.SIGHUP, self.reload)
         try:
             await stop.wait()
         finally:

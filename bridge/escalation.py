@@ -41,6 +41,7 @@ class TimerActions:
         the same instant as a level goes first, to the targets before that level)."""
         route = self.service.route_of(request)
         if request.deadline is not None and request.deadline <= now + EPSILON:
+            self.service.lifecycle.timer(request, "deadline")
             request = await self._deadline(request, route, now)
             if not request.is_open:
                 return request
@@ -105,6 +106,8 @@ class TimerActions:
         if passed > 1:
             data["missed"] = passed - 1  # downtime: one reminder stands for several periods
         await self.store.add_event(request.id, "reminded", ACTOR, data, now)
+        self.service.lifecycle.timer(updated, "reminder")
+        self.service.lifecycle.reminded(updated)
         self.service.changes.publish(updated)  # live views (the web inbox's badge)
         self.service.background(self._send_reminders(updated, updated.targets), f"remind {request.id}")
         return updated
@@ -157,7 +160,9 @@ class TimerActions:
             await self.store.add_event(request.id, "escalation_repeat", ACTOR,
                                        {"level": due.repeat_level, "notify": spec.notify}, now)
             self.service.background(self._send_reminders(updated, spec.notify), f"page {request.id}")
+        self.service.lifecycle.timer(updated, "escalation")
         if due.new_levels:
+            self.service.lifecycle.escalated(updated, due.new_levels, new_targets)
             self.service.changes.publish(updated)
             self.service.background(self._post_and_update(updated, new_targets), f"escalate {request.id}")
         return updated

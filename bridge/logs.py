@@ -29,7 +29,8 @@ class RepeatLimiter(logging.Filter):
     `window_s`; count the ones held back and report the count with the next one let through.
 
     Records at ERROR and above are limited too (a traceback per request is the worst flood),
-    but each distinct message still appears at least once per window.
+    but each distinct message still appears at least once per window. A record with a
+    `limit_key` extra is compared by that key instead of its arguments.
     """
 
     def __init__(self, window_s: float = 60.0, max_keys: int = 4096, clock: Any = time.monotonic) -> None:
@@ -43,8 +44,10 @@ class RepeatLimiter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING or getattr(record, "no_limit", False):
             return True
-        try:
-            key = (record.name, record.levelno, str(record.msg), _hashable(record.args))
+        try:  # `limit_key` (an `extra`) groups lines that differ only by request id: same target, same error
+            limited = getattr(record, "limit_key", None)
+            args = _hashable(limited) if limited is not None else _hashable(record.args)
+            key = (record.name, record.levelno, str(record.msg), args)
         except Exception:  # an unhashable argument: never drop what cannot be compared
             return True
         now = self._clock()
@@ -72,12 +75,14 @@ def _hashable(args: Any) -> Any:
 
 
 def _json_formatter() -> logging.Formatter:
+    from pythonjsonlogger.core import RESERVED_ATTRS
     from pythonjsonlogger.json import JsonFormatter
 
-    return JsonFormatter(
+    return JsonFormatter(  # extras (request_id, event, …) become keys; limit_key is the limiter's own
         "%(asctime)s %(levelname)s %(name)s %(message)s",
         rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
         timestamp=False,
+        reserved_attrs=[*RESERVED_ATTRS, "limit_key"],
     )
 
 

@@ -137,6 +137,7 @@ class Outbox:
         now = self.clock.now()
         await self.store.outbox_done(item.id)
         self.delivered += 1
+        self.service.lifecycle.delivered(request, item.state, item.attempts + 1)
         closed = {RequestState.answered, RequestState.expired}
         if request.state in closed and request.answer is not None:
             updated = await self.store.transition(
@@ -169,8 +170,7 @@ class Outbox:
         if permanent or age >= self.settings.give_up_after:
             self.dead += 1
             await self.store.outbox_dead(item.id, error=error)
-            why = "permanent error" if permanent else f"gave up after {attempts} attempts"
-            log.warning("delivery of %s failed for good (%s): %s", request.id, why, error)
+            self.service.lifecycle.delivery_failed(request, error, attempts, final=True)
             updated = await self.store.transition(
                 request.id, {RequestState.answered, RequestState.expired}, RequestState.failed,
                 event=self.service._event(request.id, "delivery_failed", request.source,
@@ -189,8 +189,8 @@ class Outbox:
         await self.store.outbox_retry(item.id, attempts=attempts, due_at=due, error=error)
         await self.store.add_event(request.id, "delivery_retry", request.source,
                                    {"error": error, "attempts": attempts, "next_at": due.isoformat()}, now)
-        log.info("delivery of %s failed (attempt %d), retrying in %.1fs: %s",
-                 request.id, attempts, delay.total_seconds(), error)
+        self.service.lifecycle.delivery_failed(request, error, attempts, final=False,
+                                               retry_in=delay.total_seconds())
         self.kick()  # re-plan the wait: the retry may be due sooner than the loop's current timeout
 
     def backoff(self, attempts: int) -> timedelta:

@@ -11,6 +11,7 @@ from bridge.config import Route
 from bridge.crypto import SecretBox
 from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound, SelfApproval
 from bridge.health import Health
+from bridge.lifecycle import Lifecycle
 from bridge.models import (
     OPEN_STATES,
     Answer,
@@ -59,6 +60,7 @@ class BridgeService:
         self.sources: dict[str, Source] = dict(sources or {})
         self.changes = ChangeFeed()
         self.health = Health()
+        self.lifecycle = Lifecycle(clock)  # a log line per step; metrics listen
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
@@ -140,6 +142,7 @@ class BridgeService:
         )
         saved, created = await self.store.create_request(stored, event)
         if created:
+            self.lifecycle.created(saved)
             self.changes.publish(saved)
             for hook in self.on_created:
                 hook(saved)
@@ -190,6 +193,7 @@ class BridgeService:
             events.append(self._event(request.id, "post_failed", "", targets=failed))
         if ok:
             events.append(self._event(request.id, "posted", "", targets=ok))
+        self.lifecycle.posted(request, [(p.channel, r) for p, r in zip(posts, results, strict=True)])
         updated = await self.store.record_posts(request.id, posts, events, now=now)
         if updated is not None:
             self.changes.publish(updated)
@@ -334,6 +338,7 @@ class BridgeService:
         now = self.clock.now()
         voter = self.people.voter(responder)
         first = await self.store.add_vote(Vote(request.id, voter, value, self.people.display(responder), now))
+        self.lifecycle.voted(request, responder, via, first)
         await self.note(request.id, "vote" if first else "duplicate_vote", responder.key,
                         {"name": responder.name, "via": via, "voter": voter,
                          "value": self._redact(request, clean)})
@@ -364,6 +369,7 @@ class BridgeService:
         if updated is None:
             current = await self.store.get_request(request.id)
             raise self._closed(current or request)
+        self.lifecycle.answered(updated)
         self._after_close(updated)
         return updated
 
@@ -414,6 +420,7 @@ class BridgeService:
             if current is None:
                 raise NotFound(request_id)
             raise self._closed(current)
+        self.lifecycle.closed(updated, kind, actor, reason)
         self._after_close(updated)
         return updated
 
@@ -444,6 +451,7 @@ class BridgeService:
             raise AnswerRejected("the request changed meanwhile; try again")
         for item in dead:  # superseded by the new entry: no longer a dead letter
             await self.store.outbox_done(item.id)
+        self.lifecycle.redelivery(updated, actor)
         for hook in self.on_answered:
             hook(updated)
         self.changes.publish(updated)

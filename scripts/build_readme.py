@@ -1,5 +1,5 @@
 """Assemble README.md from docs/readme/*.md (the core's first half, each capability, the
-core's CLI/HTTP half, then the developer notes).
+core's CLI/HTTP half, operations, then the developer notes).
 
 Run: python scripts/build_readme.py          (writes README.md)
      python scripts/build_readme.py --check  (exit 1 when README.md is out of date)
@@ -21,7 +21,8 @@ def assemble() -> str:
     split = next(n for n, line in enumerate(core) if line.startswith(SPLIT))
     parts = ["".join(core[:split])]
     parts += [(PARTS / f"{name}.md").read_text(encoding="utf-8") for name in CAPABILITIES]
-    parts += ["".join(core[split:]), (PARTS / "zz-dev.md").read_text(encoding="utf-8")]
+    parts += ["".join(core[split:]), (PARTS / "operations.md").read_text(encoding="utf-8"),
+              (PARTS / "zz-dev.md").read_text(encoding="utf-8")]
     return "\n".join(parts)
 
 

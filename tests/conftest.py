@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,3 +18,14 @@ def _isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[N
         if name.startswith("HITL_BRIDGE") or name in ("SLACK_BOT_TOKEN", "TELEGRAM_BOT_TOKEN", "BRIDGE_API_TOKEN"):
             monkeypatch.delenv(name, raising=False)
     yield
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """A CLI run installs the bridge's log handler on the stream pytest captures for that
+    test; take it off afterwards, or later tests log into a closed file."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

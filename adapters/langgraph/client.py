@@ -83,6 +83,11 @@ class LangGraphClient:
             follow_redirects=False,
         )
 
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The HTTP client (its base URL is the server's): `doctor` checks reachability with it."""
+        return self._http
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

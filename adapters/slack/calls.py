@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -28,9 +28,11 @@ MAX_BACKOFF_S = 30.0
 class SlackCallFailed(Exception):
     """A Slack call failed for good; `error` is Slack's error code or the exception's name."""
 
-    def __init__(self, what: str, error: str) -> None:
+    def __init__(self, what: str, error: str, *, code: str | None = None, network: bool = False) -> None:
         super().__init__(f"{what} failed: {error}")
         self.error = error
+        self.code = code or error  # Slack's error code alone (`error` may say how many attempts)
+        self.network = network  # Slack was not reached (timeouts, refused connections)
 
 
 def slack_error(exc: SlackApiError) -> str:
@@ -56,14 +58,39 @@ def _retry_after(exc: SlackApiError) -> float | None:
         return 1.0
 
 
+class CallObserver(Protocol):
+    """Told how each call ended: Slack's error code, or None when it succeeded."""
+
+    def __call__(self, error: str | None, *, network: bool = False) -> None: ...
+
+
 class Retrier:
     """Runs one Slack call until it succeeds, fails for good, or runs out of attempts."""
 
-    def __init__(self, *, max_attempts: int, backoff_s: float) -> None:
+    def __init__(self, *, max_attempts: int, backoff_s: float, observer: CallObserver | None = None) -> None:
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
+        self.observer = observer
 
     async def call(
+        self,
+        what: str,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        recover: Callable[[], Awaitable[T | None]] | None = None,
+    ) -> T:
+        """Return `attempt()`'s result (see `_call`); the observer hears how it ended."""
+        try:
+            result = await self._call(what, attempt, recover=recover)
+        except SlackCallFailed as exc:
+            if self.observer is not None:
+                self.observer(exc.code, network=exc.network)
+            raise
+        if self.observer is not None:
+            self.observer(None)
+        return result
+
+    async def _call(
         self,
         what: str,
         attempt: Callable[[], Awaitable[T]],
@@ -74,6 +101,7 @@ class Retrier:
         trying again, `recover()` may find that the first try did land (then it wins)."""
         failures = 0
         waits = 0
+        network = False
         while True:
             try:
                 return await attempt()
@@ -88,11 +116,13 @@ class Retrier:
                 status = exc.response.status_code if exc.response is not None else 0
                 if status < 500 and error not in RETRYABLE_ERRORS:
                     raise SlackCallFailed(what, error) from None
+                network = False
             except (TimeoutError, aiohttp.ClientError, OSError) as exc:
                 error = type(exc).__name__
+                network = True
             failures += 1
             if failures >= self.max_attempts:
-                raise SlackCallFailed(what, f"{error} (after {failures} attempts)")
+                raise SlackCallFailed(what, f"{error} (after {failures} attempts)", code=error, network=network)
             delay = min(self.backoff_s * 2 ** (failures - 1), MAX_BACKOFF_S)
             log.warning("%s failed (%s); retry %d in %.1fs", what, error, failures, delay)
             await asyncio.sleep(delay)

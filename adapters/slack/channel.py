@@ -12,7 +12,7 @@ import logging
 import weakref
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
@@ -40,6 +40,7 @@ from adapters.slack.blocks import (
 )
 from adapters.slack.calls import ChannelPacer, Retrier, SlackCallFailed, response_data, slack_error
 from adapters.slack.directory import Directory
+from adapters.slack.health import AUTH_ERRORS, SlackHealth
 from adapters.slack.home import HomeTab
 from adapters.slack.interactions import THREAD_NS, Interactions
 from adapters.slack.payloads import payload_problem
@@ -48,6 +49,10 @@ from adapters.slack.targets import BadTarget, SlackTarget, parse_target
 from adapters.slack.text import slack_date
 from bridge.models import Request, Responder, utcnow
 from bridge.ports import BridgeAPI, PostResult
+
+if TYPE_CHECKING:
+    from bridge.doctor import Finding
+    from bridge.store.base import Store
 from bridge.timing_view import timing_notes
 
 log = logging.getLogger("hitl_bridge.slack")
@@ -91,7 +96,9 @@ class SlackChannel:
             retry_handlers=[AsyncConnectionErrorRetryHandler(),
                             AsyncRateLimitErrorRetryHandler(max_retry_count=3)],
         )
-        self.retrier = Retrier(max_attempts=settings.max_attempts, backoff_s=settings.backoff_s)
+        self.reporter = SlackHealth()  # channel:slack in the health registry, once started
+        self.retrier = Retrier(max_attempts=settings.max_attempts, backoff_s=settings.backoff_s,
+                               observer=self.reporter.observe)
         self.pacer = ChannelPacer(settings.post_interval_s)
         self.directory = Directory(self.client, self.retrier, ttl_s=settings.usergroup_cache_s)
         bolt_log = logging.getLogger("hitl_bridge.slack.bolt")
@@ -126,16 +133,17 @@ class SlackChannel:
     # lifecycle ---------------------------------------------------------------------------------
     async def start(self, bridge: BridgeAPI) -> None:
         self._api = bridge
+        self.reporter.attach(bridge.health)
         self._session = aiohttp.ClientSession()
         self.client.session = self._session
-        try:
+        try:  # a refused token is reported (channel:slack failing, /readyz 503), not fatal
             me = response_data(await self.client.auth_test())
             log.info("slack: connected as %s in %s", me.get("user"), me.get("team"))
+            self.reporter.connected(str(me.get("user")), str(me.get("team")))
         except SlackApiError as exc:
-            log.error("slack: the bot token was refused (%s); check slack.bot_token",
-                      slack_error(exc))
+            self.reporter.observe(slack_error(exc))
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            log.error("slack: %s unreachable (%s)", self.settings.api_url, type(exc).__name__)
+            self.reporter.unreachable(self.settings.api_url, type(exc).__name__)
         if self.settings.socket_mode:
             self._socket_task = asyncio.create_task(self._connect_socket())
 
@@ -146,10 +154,8 @@ class SlackChannel:
         try:
             await self.client.apps_connections_open(app_token=app_token)
         except SlackApiError as exc:
-            if slack_error(exc) in ("invalid_auth", "not_authed", "account_inactive",
-                                    "token_revoked", "not_allowed_token_type"):
-                log.error("slack: the app token was refused (%s); Socket Mode is off, "
-                          "check slack.app_token", slack_error(exc))
+            if slack_error(exc) in AUTH_ERRORS:
+                self.reporter.app_token_refused(slack_error(exc))
                 return
         except (aiohttp.ClientError, OSError, TimeoutError):
             pass  # unreachable for now: the SDK's connect keeps trying
@@ -206,6 +212,12 @@ class SlackChannel:
             return PlainTextResponse("bad request", status_code=400)
 
     # Channel port --------------------------------------------------------------------------------
+    async def doctor(self, targets: Sequence[str], responders: Sequence[str], store: Store) -> list[Finding]:
+        """`hitl-bridge doctor`: the token, its scopes, and each target, asked of Slack now."""
+        from adapters.slack.doctor import diagnose
+
+        return await diagnose(self, targets, responders, store)
+
     def owns(self, target: str) -> bool:
         return target.startswith("slack:")
 

@@ -28,6 +28,7 @@ from telegram.ext import Application, ApplicationBuilder
 
 from adapters.telegram import keyboards as kb
 from adapters.telegram.handlers import Interactions
+from adapters.telegram.health import TelegramHealth
 from adapters.telegram.limits import FloodLimiter, install_log_redaction, remove_log_redaction, with_retries
 from adapters.telegram.render import closed_text, esc, request_text
 from adapters.telegram.settings import TelegramSettings
@@ -39,6 +40,7 @@ from bridge.timing_view import timing_notes
 if TYPE_CHECKING:
     from telegram import ForceReply
 
+    from bridge.doctor import Finding
     from bridge.ports import BridgeAPI, Clock
     from bridge.store.base import Store
 
@@ -119,6 +121,9 @@ class TelegramChannel:
         self._update_locks: dict[str, asyncio.Lock] = {}
         self._redactor = install_log_redaction(settings.bot_token.get_secret_value())
         self.username = ""
+        self.reporter = TelegramHealth(settings.api_url)  # channel:telegram, once started
+        self.connected = False
+        self._connector: asyncio.Task[None] | None = None
 
     # the port --------------------------------------------------------------------------
     @property
@@ -133,6 +138,12 @@ class TelegramChannel:
 
     def owns(self, target: str) -> bool:
         return target.startswith("telegram:")
+
+    async def doctor(self, targets: Sequence[str], responders: Sequence[str], store: Store) -> list[Finding]:
+        """`hitl-bridge doctor`: the token and each target chat, asked of the Bot API now."""
+        from adapters.telegram.doctor import diagnose
+
+        return await diagnose(self, targets, responders, store)
 
     def http_routes(self) -> Sequence[BaseRoute]:
         return [Route("/telegram/webhook", self._webhook, methods=["POST"])]
@@ -170,14 +181,41 @@ class TelegramChannel:
         return self.clock.now()
 
     async def start(self, bridge: BridgeAPI) -> None:
+        """Connect; when Telegram refuses the token or cannot be reached, report it
+        (channel:telegram) and keep trying in the background: the daemon serves everyone else."""
         self._bridge = bridge
+        self.reporter.attach(bridge.health)
+        if not await self._connect():
+            self._connector = asyncio.create_task(self._keep_connecting(), name="telegram-connect")
+
+    async def _keep_connecting(self) -> None:
+        delay = self.settings.reconnect_after.total_seconds()
+        while True:
+            await asyncio.sleep(delay)
+            if await self._connect():
+                return
+            delay = min(delay * 2, 300.0)
+
+    async def _connect(self) -> bool:
         try:
             await with_retries(self.app.initialize, attempts=self.settings.retries, what="getMe")
+            self.username = self.bot.username
+            await self._set_commands()
+            await self._receive_updates()
         except InvalidToken:
-            log.error("Telegram refused the bot token (telegram.bot_token): check it with @BotFather")
-            raise
-        self.username = self.bot.username
-        await self._set_commands()
+            self.reporter.refused("getMe")
+            return False
+        except (BadRequest, Forbidden) as exc:  # e.g. setWebhook refusing webhook_url
+            self.reporter.setup_refused(exc.message)
+            return False
+        except TelegramError as exc:  # after the retries: unreachable, or a 5xx that lasts
+            self.reporter.unreachable(type(exc).__name__)
+            return False
+        self.connected = True
+        self.reporter.connected(self.username)
+        return True
+
+    async def _receive_updates(self) -> None:
         if self.settings.mode == "webhook":
             secret = self.settings.webhook_secret.get_secret_value() if self.settings.webhook_secret else None
             await with_retries(lambda: self.bot.set_webhook(
@@ -200,11 +238,11 @@ class TelegramChannel:
             log.warning("Telegram: could not set the command menu: %s", exc.message)
 
     async def stop(self) -> None:
-        for task in (self._poller, self._reasons):
+        for task in (self._connector, self._poller, self._reasons):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
-        self._poller = self._reasons = None
+        self._connector = self._poller = self._reasons = None
         try:
             await self.app.shutdown()
         except Exception:  # shutting down must not fail the daemon's stop
@@ -222,6 +260,9 @@ class TelegramChannel:
                 log.exception("Telegram: recording overdue rejections failed")
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+        if not self.connected:
+            error = f"the Telegram channel is not connected: {self.reporter.summary}"
+            return [PostResult(target=t, ok=False, error=error) for t in targets]
         results = []
         try:  # an escalation post shows the votes and levels so far, like the updated copies
             notes = await self.notes(request)
@@ -263,12 +304,11 @@ class TelegramChannel:
                 if mode == "reply" and allowed:
                     prompt = Prompt(request.id, question.id, "direct", secret=question.kind is QuestionKind.secret)
                     await self.state.put_prompt(chat_id, message.message_id, prompt, self.now())
-        except Forbidden:
-            error = NOT_STARTED.format(id=chat_id, bot=self.username)
-            log.warning("Telegram: request %s not shown to %s: %s", request.id, target, error)
-            return PostResult(target=target, ok=False, error=error)
+        except Forbidden:  # the core logs every failed copy with its error
+            return PostResult(target=target, ok=False, error=NOT_STARTED.format(id=chat_id, bot=self.username))
+        except InvalidToken:
+            return PostResult(target=target, ok=False, error="Telegram refused the bot token (Unauthorized)")
         except TelegramError as exc:
-            log.warning("Telegram: request %s not shown to %s: %s", request.id, target, exc.message)
             return PostResult(target=target, ok=False, error=f"Telegram refused: {exc.message}")
         ref = {"chat_id": chat_id, "message_id": message.message_id, "token": token, "mode": mode}
         return PostResult(target=target, ref=ref)
@@ -350,7 +390,14 @@ class TelegramChannel:
 
     # sending ---------------------------------------------------------------------------
     async def call(self, what: str, make: Callable[[], Awaitable[T]]) -> T:
-        return await with_retries(make, attempts=self.settings.retries, what=f"Telegram {what}")
+        """One Bot API call with retries; a refused token or a success updates the health."""
+        try:
+            result = await with_retries(make, attempts=self.settings.retries, what=f"Telegram {what}")
+        except InvalidToken:
+            self.reporter.refused(what)
+            raise
+        self.reporter.succeeded()
+        return result
 
     async def send(self, chat_id: int, text: str, markup: InlineKeyboardMarkup | ForceReply | None,
                    *, reply_to: int | None = None) -> Message:
@@ -441,9 +488,11 @@ class TelegramChannel:
                     offset=offset + 1 if offset else None, timeout=self.settings.poll_timeout,
                     allowed_updates=ALLOWED_UPDATES)
                 backoff = 0.2
-            except InvalidToken:
-                log.error("Telegram refused the bot token; polling stopped")
-                return False
+            except InvalidToken:  # revoked while running: report, keep trying (slowly)
+                self.reporter.refused("getUpdates")
+                await asyncio.sleep(backoff)
+                backoff = min(max(backoff * 2, 5.0), 300.0)
+                continue
             except TelegramError as exc:
                 log.warning("Telegram: getUpdates failed (%s); retrying in %.1fs", exc.message, backoff)
                 await asyncio.sleep(backoff)

@@ -34,6 +34,9 @@ class TelegramSettings(BaseModel):
     reason_wait: Duration | None = timedelta(minutes=10)
     # replicas in polling mode: one polls; the others check this often whether to take over
     failover_after: Duration = timedelta(seconds=5)
+    # token refused or Telegram unreachable at start: try to connect again after this
+    # (doubling, at most every 5 minutes); the daemon serves everyone else meanwhile
+    reconnect_after: Duration = timedelta(seconds=5)
 
     @field_validator("bot_token")
     @classmethod

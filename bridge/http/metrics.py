@@ -1,12 +1,16 @@
-"""Prometheus metrics, computed from the store on scrape (right for several replicas too)."""
+"""Prometheus metrics: gauges computed from the store on scrape (right for several replicas
+too), the health registry's state, counters and histograms of this process
+(bridge.instruments), build info, and the process's own CPU, memory and file descriptors."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Gauge, Info, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from bridge.health import Status
+from bridge.instruments import Instruments
 from bridge.models import RequestState
 from bridge.ports import source_problems
 from bridge.service import BridgeService
@@ -27,6 +31,15 @@ class Metrics:
                                      "Engine requests a source cannot show right now (GET /v1/sources says why)",
                                      ["source"], registry=self.registry)
         self.extra: list[Any] = []  # callables (registry) -> None for adapter metrics
+        self.instruments = Instruments(self.registry, service.lifecycle)
+        self.instruments.known(channels=[c.name for c in service.channels], sources=list(service.sources),
+                               routes=[r.name or "" for r in [*service.router.routes, service.router.default]])
+        Info("hitl_build", "The running build", registry=self.registry).info(build_info())
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        self.ready = Gauge("hitl_ready", "1 when /readyz answers 200 (no part failing)", registry=self.registry)
+        self.health = Gauge("hitl_health_status", "1 for each part's current status (ok, degraded, failing)",
+                            ["component", "status"], registry=self.registry)
 
     async def render(self) -> tuple[bytes, str]:
         counts = await self.service.store.count_by_state()
@@ -46,6 +59,25 @@ class Metrics:
             self.outbox_failing.labels(source=source).set(n)
         for name, engine_source in self.service.sources.items():
             self.source_problems.labels(source=name).set(len(source_problems(engine_source)))
+        ready, checks = await self.service.health.ready()
+        self.ready.set(1 if ready else 0)
+        self.health.clear()
+        for check in checks:
+            for status in Status:
+                self.health.labels(component=check.component, status=status.value).set(
+                    1 if check.status is status else 0)
         for hook in self.extra:
             hook(self.registry)
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def build_info() -> dict[str, str]:
+    """`hitl_build_info{version, python}`: the installed distribution's version."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("hitl-bridge")
+    except PackageNotFoundError:
+        installed = "unknown"
+    return {"version": installed, "python": platform.python_version()}

@@ -64,7 +64,7 @@ async def test_cli_without_daemon_acts_on_store(tmp_path: Path, capsys: pytest.C
     assert await asyncio.to_thread(run, ["-c", path, "show", "r_missing"]) == 1
     assert await asyncio.to_thread(run, ["-c", path, "doctor"]) == 0
     out = capsys.readouterr().out
-    assert "[ok] store" in out and "daemon not running" in out
+    assert "[ok] store" in out and "[--] daemon: not running" in out
 
 
 def test_cli_bad_config_exits_2_with_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,9 +75,57 @@ def test_cli_bad_config_exits_2_with_key(tmp_path: Path, capsys: pytest.CaptureF
     assert "bad.yaml: routes[0].quorum" in err
 
 
-def test_doctor_reports_targets_without_channel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_and_check_config_refuse_targets_without_channel(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(f"store: {{url: 'sqlite:///{tmp_path}/b.db'}}\nhttp: {{listen: '127.0.0.1:1'}}\n"
-                    "routes:\n  - match: {source: delta}\n    notify: ['slack:#deploys']\n")
-    assert run(["-c", str(path), "doctor"]) == 1
-    assert "no channel configured for slack:#deploys" in capsys.readouterr().out
+                    "routes:\n  - match: {source: delta}\n    notify: ['slack:#deploys', '#ops']\n")
+    assert run(["doctor", "-c", str(path)]) == 1  # --config after the verb works too
+    out = capsys.readouterr().out
+    assert ("[FAIL] slack:#deploys: has no configured channel (configured channels: web), named in "
+            "routes[0].notify — fix: add a slack: section with bot_token and signing_secret (or app_token)") in out
+    assert "[FAIL] #ops: names no channel (configured channels: web), named in routes[0].notify — fix: " \
+           "write slack:#ops" in out
+    assert run(["check-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"config error: {path}: routes[0].notify: target 'slack:#deploys' has no configured "
+                          "channel") and "(and 1 more target(s) without a channel)" in err
+    good = tmp_path / "good.yaml"
+    good.write_text("routes:\n  - notify: [web]\n")
+    assert run(["check-config", str(good)]) == 0
+    assert capsys.readouterr().out.strip() == f"{good}: ok — 1 route(s); channels: web; sources: webhook"
+    assert run(["--config", str(good), "check-config"]) == 0
+
+
+async def test_serve_refuses_a_target_without_channel(tmp_path: Path) -> None:
+    from bridge.daemon import Daemon
+    from bridge.errors import ConfigError
+    from tests.harness import make_settings
+
+    settings = make_settings(tmp_path, {"routes": [{"notify": ["web"], "escalate": [
+        {"after": "5m", "notify": ["telegram:42"]}]}]})
+    with pytest.raises(ConfigError) as info:
+        await Daemon(settings).start()
+    assert info.value.key == "routes[0].escalate[0].notify"
+    assert "target 'telegram:42' has no configured channel" in info.value.reason
+
+
+def test_doctor_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    path = write_config(tmp_path)
+    assert run(["doctor", "--json", "-c", path]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["ok"] is True
+    checks = {c["check"]: c for c in body["checks"]}
+    assert checks["store"]["status"] == "ok" and "writable" in checks["store"]["detail"]
+    assert checks["daemon"]["status"] == "info"
+
+
+def test_doctor_warns_of_a_chat_section_switched_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(f"store: {{url: 'sqlite:///{tmp_path}/b.db'}}\nhttp: {{listen: '127.0.0.1:1'}}\n"
+                    "slack: {bot_token: '${SLACK_BOT_TOKEN:-}', signing_secret: s}\n")
+    assert run(["doctor", "-c", str(path)]) == 0  # optional by its `:-`: a warning, not a failure
+    assert ("[warn] channels: the slack: section's bot_token is empty, so Slack is off — fix: set it, or remove "
+            "the section") in capsys.readouterr().out

@@ -32,7 +32,7 @@ def test_env_substitution_and_overrides(tmp_path: Path) -> None:
     path = write(tmp_path, """
 http:
   listen: 127.0.0.1:9000
-  api_tokens: ["${TOKEN}", "${UNSET}"]
+  api_tokens: ["${TOKEN}", "${UNSET:-}"]
 secrets:
   key: "${KEY:-fallback-passphrase}"
 routes:
@@ -48,6 +48,43 @@ routes:
     assert settings.secrets.key == "fallback-passphrase"
     assert settings.routes[0].timeout is not None and settings.routes[0].timeout.total_seconds() == 7200
     assert settings.routes[0].name == "routes[0]"
+
+
+def test_an_unset_variable_without_a_default_is_an_error_naming_it_and_the_key(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+slack:
+  bot_token: "${SLACK_BOT_TOKEN}"
+  signing_secret: "${SLACK_SIGNING_SECRET}"
+routes:
+  - notify: ["slack:#deploys"]
+""")
+    with pytest.raises(ConfigError) as info:
+        load_settings(path, env={"SLACK_BOT_TOKEN": ""})  # set but empty counts as unset
+    assert info.value.key == "slack.bot_token"
+    assert "${SLACK_BOT_TOKEN} is not set" in info.value.reason
+    assert "${SLACK_BOT_TOKEN:-}" in info.value.reason  # how to say "optional"
+    assert "(also unset: SLACK_SIGNING_SECRET)" in info.value.reason
+    path = write(tmp_path, 'routes:\n  - name: a\n    notify: ["web"]\n    match: {team: "${TEAM}"}\n')
+    with pytest.raises(ConfigError, match=r"routes\[0\]\.match\.team: \$\{TEAM\} is not set"):
+        load_settings(path, env={})
+    assert load_settings(path, env={"TEAM": "payments"}).routes[0].match == {"team": "payments"}
+
+
+def test_config_search_path_finds_the_first_existing_file(tmp_path: Path) -> None:
+    from bridge.config import find_config_file
+
+    mounted, baked = tmp_path / "config" / "hitl-bridge.yaml", tmp_path / "etc" / "hitl-bridge.yaml"
+    baked.parent.mkdir()
+    baked.write_text("log_level: INFO\n")
+    env = {"HITL_BRIDGE_CONFIG_PATH": f"{mounted}:{baked}"}
+    assert find_config_file(None, env) == baked  # nothing mounted: the image's own file
+    mounted.parent.mkdir()
+    mounted.write_text("log_level: DEBUG\n")
+    assert find_config_file(None, env) == mounted  # a mounted config wins
+    assert load_settings(None, env=env).log_level == "DEBUG"
+    assert find_config_file(None, {**env, "HITL_BRIDGE_CONFIG": str(baked)}) == baked  # explicit beats the path
+    assert find_config_file(str(baked), env) == baked
+    assert find_config_file(None, {}) is None  # no ./hitl-bridge.yaml here: embedded defaults
 
 
 @pytest.mark.parametrize(("text", "key", "reason"), [

@@ -8,7 +8,7 @@ import pytest
 
 from bridge.clock import SystemClock
 from bridge.config import load_settings
-from bridge.daemon import unrouted_targets
+from bridge.preflight import check_config, target_errors
 from bridge.registry import build_channels, build_sources
 from bridge.store.sqlite import SQLiteStore
 
@@ -19,7 +19,8 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "BRIDGE_API_TOKEN": "example-token-0123456789", "BRIDGE_SECRET_KEY": "example-passphrase",
        "INBOX_PASSWORD": "example-password-123", "CI_TOKEN": "ci-example-token-0123456",
        "ANA_TOKEN": "ana-example-token-012345", "RELAY_TOKEN": "relay-example-token-0123",
-       "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef"}
+       "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef",
+       "HITL_BRIDGE_DATABASE_URL": "postgresql://hitl@db.example:5432/hitl"}
 
 
 def test_there_are_examples() -> None:
@@ -34,6 +35,7 @@ async def test_example_loads_and_targets_have_channels(path: Path, tmp_path: Pat
     try:
         channels = build_channels(settings, store, SystemClock())
         build_sources(settings, store, SystemClock())
-        assert unrouted_targets(settings, channels) == []
+        assert target_errors(settings, channels) == []
+        assert check_config(settings).startswith(f"{path}: ok")
     finally:
         await store.close()

@@ -90,12 +90,16 @@ def test_repeated_warnings_are_held_back_and_counted() -> None:
 
 def test_json_lines_carry_level_logger_and_message() -> None:
     out = io.StringIO()
-    configure_logging("INFO", "json", stream=out)
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    handler = configure_logging("INFO", "json", stream=out)
     try:
         logging.getLogger("hitl_bridge").info("request %s answered by %s", "r_1", "ana")
         logging.getLogger("httpx").info("HTTP Request: POST ...")  # a noisy library stays quiet
-    finally:
-        configure_logging("WARNING", "text")
+    finally:  # put back pytest's own handlers (a handler left on its captured stderr outlives it)
+        root.removeHandler(handler)
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(lines) == 1
     assert lines[0]["level"] == "INFO" and lines[0]["logger"] == "hitl_bridge"

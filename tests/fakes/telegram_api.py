@@ -115,6 +115,7 @@ class Chat:
     type: str  # private | group | supergroup
     title: str = ""
     started: bool = False  # private chats: the person pressed Start
+    bot_removed: bool = False  # groups: the bot was removed (getChat and sends are Forbidden)
     members: dict[int, str] = field(default_factory=dict)  # groups: user id → status (member, left…)
 
     def as_json(self) -> dict[str, Any]:
@@ -434,6 +435,8 @@ class FakeTelegram:
             raise ApiError(400, "Bad Request: chat not found")
         if chat.type == "private" and not chat.started:
             raise ApiError(403, "Forbidden: bot can't initiate conversation with a user")
+        if chat.bot_removed:
+            raise ApiError(403, f"Forbidden: bot was kicked from the {chat.type} chat")
         return chat
 
     def _m_sendMessage(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -532,6 +535,8 @@ class FakeTelegram:
         chat = self.chats.get(_int(params.get("chat_id")))
         if chat is None:
             raise ApiError(400, "Bad Request: chat not found")
+        if chat.bot_removed:
+            raise ApiError(403, f"Forbidden: bot was kicked from the {chat.type} chat")
         return {**chat.as_json(), "accent_color_id": 0, "max_reaction_count": 11}
 
     def _m_getChatMember(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -68,6 +68,8 @@ def test_quorum_counts_escalation_people_and_groups_are_unbounded(tmp_path: Path
 
 def test_the_example_config_loads(tmp_path: Path) -> None:
     example = Path(__file__).resolve().parents[2] / "config" / "escalation-ladder.yaml"
-    settings = load_settings(str(example), env={"SLACK_BOT_TOKEN": "xoxb-1", "TELEGRAM_BOT_TOKEN": "1:a"})
+    settings = load_settings(str(example), env={  # the variables the example says to export
+        "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s", "TELEGRAM_BOT_TOKEN": "1:a",
+        "BRIDGE_SECRET_KEY": "k", "BRIDGE_API_TOKEN": "t" * 24})
     route = settings.routes[0]
     assert route.remind_every is not None and route.escalate and route.on_timeout is not None

@@ -151,13 +151,42 @@ def test_people_config_mistakes_are_refused(tmp_path: Path, extra: dict[str, Any
 
 
 def test_a_person_target_needs_one_handle_on_a_configured_channel(tmp_path: Path) -> None:
-    from bridge.daemon import unrouted_targets
+    from bridge.preflight import target_errors
     from tests.harness import make_settings
 
     settings = make_settings(tmp_path, {
         "people": {"ana": ["email:ana@example.com", "web:ana"], "bo": ["telegram:42"]},
         "routes": [{"notify": ["person:ana"], "escalate": [{"after": "5m", "notify": ["person:bo"]}]}]})
     # no email or Telegram channel here: neither person can be reached
-    assert unrouted_targets(settings, []) == ["person:ana", "person:bo", "web"]  # no channels at all
+    problems = target_errors(settings, [])  # no channels at all
+    assert [(p.key, p.target) for p in problems] == [("routes[0].notify", "person:ana"),
+                                                     ("routes[0].escalate[0].notify", "person:bo"),
+                                                     ("default_route.notify", "web")]
+    assert "reaches nobody" in problems[0].problem
     assert settings.directory.targets_of("person:ana") == ["email:ana@example.com"]  # web logins reach nobody
     assert settings.directory.targets_of("slack:#deploys") is None
+
+
+async def test_a_reload_swaps_the_people(tmp_path: Path) -> None:
+    """SIGHUP re-reads people: and groups: — a handle added to someone counts as them at once."""
+    from bridge.daemon import Daemon
+
+    path = tmp_path / "hitl-bridge.yaml"
+    base: dict[str, Any] = {"store": {"url": f"sqlite:///{tmp_path}/bridge.db"}, "http": {"listen": "127.0.0.1:0",
+                            "api_tokens": {"bo": BO, "bo-laptop": ANA_CLI}}, "sources": [{"type": "webhook"}],
+                            "web": {}, "people": {"bo": ["api:bo"]},
+                            "routes": [{"notify": ["web"], "quorum": 2}]}
+    path.write_text(yaml.safe_dump(base))
+    daemon = Daemon(load_settings(str(path), env={}))
+    await daemon.start()
+    try:
+        rid = await create(daemon, BO)
+        assert (await vote(daemon, rid, BO)).status_code == 200
+        path.write_text(yaml.safe_dump({**base, "people": {"bo": ["api:bo", "api:bo-laptop"]}}))
+        assert daemon.reload(env={})
+        assert daemon.service.people.person_of("api:bo-laptop") == "bo"
+        assert (await vote(daemon, rid, ANA_CLI)).status_code == 200  # bo's laptop token: bo again
+        assert (await stored(daemon, rid)).is_open
+        assert [v.voter for v in await daemon.store.list_votes(rid)] == ["person:bo"]
+    finally:
+        await daemon.stop()

@@ -125,6 +125,9 @@ async def test_replace_hands_the_request_over(tmp_path: Path) -> None:
     clock = ManualClock()
     config = route(responders=["api:ana"], remind_every="20m",
                    escalate=[{"after": "15m", "notify": ["web:boss", "slack:@U0BOSS"], "replace": True}])
+    # Slack configured but unreachable (nothing listens on port 1): its copy fails
+    config["slack"] = {"bot_token": "xoxb-unreachable", "signing_secret": "s", "api_url": "http://127.0.0.1:1/api/",
+                       "max_attempts": 1, "backoff_s": 0}
     async with bridge_on(tmp_path, clock, config) as daemon:
         rid = await create(daemon)
         await step(daemon, clock, minutes=20)
@@ -133,7 +136,7 @@ async def test_replace_hands_the_request_over(tmp_path: Path) -> None:
         assert request.responders == ["web:boss", "slack:@U0BOSS", "slack:U0BOSS"]
         reminded = await events(daemon, rid, "reminded")
         assert reminded[-1].data["targets"] == ["web:boss", "slack:@U0BOSS"]
-        # no Slack configured: the copy fails visibly, the request carries on
+        # Slack unreachable: the copy fails visibly, the request carries on
         assert "post_failed" in await kinds(daemon, rid)
 
 

@@ -1,7 +1,9 @@
 """A fake Slack Web API (and Socket Mode websocket) on 127.0.0.1 for tests and benchmarks.
 
-It checks what Slack checks — bearer tokens, JSON bodies, Block Kit limits, `trigger_id`
-expiry and reuse, a per-channel posting rate — records every call, and can inject 429
+It checks what Slack checks — bearer tokens, the token's scopes (each method's scope, and
+`x-oauth-scopes` on every answer, as Slack sends them), channel membership (`not_in_channel`
+unless `chat:write.public`), JSON bodies, Block Kit limits, `trigger_id` expiry and reuse,
+a per-channel posting rate — records every call, and can inject 429
 (with `Retry-After`), 5xx and slow replies. Point `AsyncWebClient(base_url=fake.api_url)`
 at it. `send_socket_envelope` pushes a payload over the Socket Mode websocket and returns
 the client's acknowledgement.
@@ -23,6 +25,14 @@ from aiohttp import WSMsgType, web
 from tests.fakes.slack_api.blockkit import check_home_view, check_message, check_view
 
 JSON_METHODS = {"chat.postMessage", "chat.update", "chat.postEphemeral", "views.open", "views.publish"}
+#: the bot scope each method needs (Slack's method pages); methods not named need none
+METHOD_SCOPES = {
+    "chat.postMessage": "chat:write", "chat.update": "chat:write", "chat.postEphemeral": "chat:write",
+    "conversations.open": "im:write", "conversations.history": "channels:history",
+    "conversations.info": "channels:read", "conversations.list": "channels:read",
+    "users.info": "users:read", "usergroups.list": "usergroups:read", "usergroups.users.list": "usergroups:read",
+}
+ALL_SCOPES = frozenset(METHOD_SCOPES.values())
 TRIGGER_TTL_S = 3.0
 
 
@@ -60,8 +70,13 @@ class FakeSlack:
         users: dict[str, str] | None = None,
         usergroups: dict[str, tuple[str, list[str]]] | None = None,
         post_interval_s: float | None = None,
+        scopes: frozenset[str] | set[str] = ALL_SCOPES,
     ) -> None:
         self.bot_token = bot_token
+        self.scopes: set[str] = set(scopes)  # granted to the bot token (x-oauth-scopes)
+        self.outside: set[str] = set()  # channel ids the bot is not a member of
+        self.private: set[str] = set()  # private channel ids (invisible to a bot outside them)
+        self.archived: set[str] = set()
         self.app_token = app_token
         self.channels: dict[str, str] = channels or {"deploys": "C0DEPLOYS", "incidents": "C0INCIDENTS"}
         self.users: dict[str, str] = users or {"U0ALICE": "alice", "U0BOB": "bob", "U0MALLORY": "mallory"}
@@ -208,6 +223,13 @@ class FakeSlack:
             return self._reply(call, {"ok": False, "error": "not_authed"})
         if not secrets.compare_digest(token, expected):
             return self._reply(call, {"ok": False, "error": "invalid_auth"})
+        scope_headers = {} if method == "apps.connections.open" else {
+            "x-oauth-scopes": ",".join(sorted(self.scopes)),
+            "x-accepted-oauth-scopes": METHOD_SCOPES.get(method, "")}
+        needed = METHOD_SCOPES.get(method)
+        if needed is not None and needed not in self.scopes:
+            return self._reply(call, {"ok": False, "error": "missing_scope", "needed": needed,
+                                      "provided": ",".join(sorted(self.scopes))}, headers=scope_headers)
         if method in JSON_METHODS and ctype != "application/json":
             return self._reply(call, {"ok": False, "error": "invalid_arguments",
                                       "detail": f"{method} expects a JSON body"})
@@ -217,8 +239,8 @@ class FakeSlack:
         result = handler(args)
         if isinstance(result, tuple):
             body, status, headers = result
-            return self._reply(call, body, status=status, headers=headers)
-        return self._reply(call, result)
+            return self._reply(call, body, status=status, headers={**scope_headers, **headers})
+        return self._reply(call, result, headers=scope_headers)
 
     def _parse_body(self, ctype: str, raw: bytes, request: web.Request) -> dict[str, Any]:
         args: dict[str, Any] = dict(request.query)
@@ -259,8 +281,12 @@ class FakeSlack:
 
     def _m_chat_postMessage(self, args: dict[str, Any]) -> Any:
         channel = self.resolve_channel(str(args.get("channel", "")))
-        if not channel:
+        if not channel or (channel in self.private and channel in self.outside):
             return {"ok": False, "error": "channel_not_found"}
+        if channel in self.archived:
+            return {"ok": False, "error": "is_archived"}
+        if channel in self.outside and ("chat:write.public" not in self.scopes or channel in self.private):
+            return {"ok": False, "error": "not_in_channel"}
         problem = check_message(args)
         if problem:
             return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
@@ -354,6 +380,33 @@ class FakeSlack:
         messages = [{k: v for k, v in m.items() if k != "channel" and (with_meta or k != "metadata")}
                     for m in found]
         return {"ok": True, "messages": messages, "has_more": False}
+
+    def _channel_info(self, name: str, channel_id: str) -> dict[str, Any]:
+        return {"id": channel_id, "name": name, "is_channel": True, "is_private": channel_id in self.private,
+                "is_archived": channel_id in self.archived, "is_member": channel_id not in self.outside}
+
+    def _visible(self) -> list[tuple[str, str]]:
+        """(name, id) of the channels the bot can see: public ones, and private ones it is in."""
+        return [(n, c) for n, c in self.channels.items() if not (c in self.private and c in self.outside)]
+
+    def _m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = str(args.get("channel", ""))  # an id: Slack does not take #names here
+        found = next(((n, c) for n, c in self._visible() if c == channel), None)
+        if found is None:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": self._channel_info(*found)}
+
+    def _m_conversations_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Paged by `cursor` (an offset here) and `limit`, like Slack."""
+        visible = sorted(self._visible())
+        if str(args.get("exclude_archived", "")).lower() in ("1", "true"):
+            visible = [(n, c) for n, c in visible if c not in self.archived]
+        start = int(args.get("cursor") or 0)
+        limit = max(1, min(int(args.get("limit") or 100), 1000))
+        page = visible[start:start + limit]
+        more = start + limit < len(visible)
+        return {"ok": True, "channels": [self._channel_info(n, c) for n, c in page],
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _m_users_info(self, args: dict[str, Any]) -> dict[str, Any]:
         user = str(args.get("user", ""))
