@@ -47,7 +47,7 @@ class WorkspaceView:
     sightings: list[Sighting] = field(default_factory=list)
     present: set[str] = field(default_factory=set)  # keys of every mailbox folder there
     watch: list[str] = field(default_factory=list)
-    escaped: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # path → why it is not looked at
 
 
 def mailbox_key(mailbox: Mailbox) -> str:
@@ -79,20 +79,27 @@ def look(mailbox: Mailbox, key: str, current: FileStamp | None) -> Sighting:
                     error=provisional)
 
 
-def scan_workspace(workspace: str, settled: Mapping[str, FileStamp | None]) -> WorkspaceView:
+def scan_workspace(workspace: str, settled: Mapping[str, FileStamp | None],
+                   root: str | None = None) -> WorkspaceView:
     """Mailboxes of `workspace` whose request file's stamp differs from `settled[key]`.
 
     A key missing from `settled` counts as "no request known"; a settled key whose
-    folder is gone (run or workspace deleted) is reported with stamp None.
+    folder is gone (run or workspace deleted) is reported with stamp None. A mailbox
+    that cannot be looked into is refused and left as it was (not taken as gone).
     """
     view = WorkspaceView(workspace)
-    found = survey(workspace)
+    found = survey(workspace, root)
+    view.refused.update(found.refused)
     for mailbox in found.mailboxes:
         key = mailbox_key(mailbox)
         if key in view.present:
             continue
         view.present.add(key)
-        current = stamp(mailbox.request_path)
+        try:
+            current = stamp(mailbox.request_path)
+        except MailboxError as exc:
+            view.refused[mailbox.directory] = exc.reason
+            continue
         if key in settled and settled[key] == current and current is not None:
             continue
         if current is None and settled.get(key) is None:
@@ -101,5 +108,4 @@ def scan_workspace(workspace: str, settled: Mapping[str, FileStamp | None]) -> W
             continue
         view.sightings.append(look(mailbox, key, current))
     view.watch = found.watch
-    view.escaped = found.escaped
     return view
