@@ -93,6 +93,7 @@ class DeltaSource:
         self._watch_stale = False
         self._live: set[str] = set()
         self.scans = 0
+        self.expansions = 0  # how often the roots were expanded (a busy ancestor must not drive it)
 
     # Source -------------------------------------------------------------------------------
     def http_routes(self) -> Sequence[BaseRoute]:
@@ -236,6 +237,7 @@ class DeltaSource:
 
     async def _expand_roots(self) -> None:
         expansion = await in_thread(expand, self.config.roots, self.cwd)
+        self.expansions += 1
         known = set(self._workspaces)
         for workspace in expansion.workspaces:
             if workspace not in known:
