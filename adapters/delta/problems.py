@@ -10,6 +10,9 @@ its details (a size, a parser position) change with every write. `GET /v1/source
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+
+from adapters.delta.roots import MissingRoot
 
 log = logging.getLogger("hitl_bridge.delta")
 
@@ -56,3 +59,25 @@ class Problems:
 
     def __len__(self) -> int:
         return len(self._files) + sum(len(found) for found in self._groups.values())
+
+
+def stalled_reason(after_s: float) -> str:
+    return (f"looking at this workspace has not returned for {after_s:g} s (a hung network filesystem?); "
+            "skipped until it answers, the other workspaces go on")
+
+
+def health_summary(missing: Sequence[MissingRoot], stalled: Sequence[str]) -> tuple[str, str] | None:
+    """(summary, fix) for the source's health while roots are missing or workspaces hang;
+    None when neither."""
+    reasons = [root.describe() for root in missing]
+    if stalled:
+        more = f" and {len(stalled) - 3} more" if len(stalled) > 3 else ""
+        reasons.append(f"{len(stalled)} workspace(s) do not answer ({', '.join(stalled[:3])}{more})")
+    if not reasons:
+        return None
+    fixes = []
+    if missing:
+        fixes.append("create the folder (it is picked up at once) or correct `roots`")
+    if stalled:
+        fixes.append("check the filesystem those workspaces are on (a hung network mount?)")
+    return "; ".join(reasons), "; ".join(fixes)

@@ -22,11 +22,12 @@ from adapters.delta.config import DeltaConfig
 from adapters.delta.layout import REQUEST_FILE
 from adapters.delta.mailbox import FileStamp, MailboxError, MailboxGone, read_request
 from adapters.delta.offload import STALL_AFTER_S, LookGuard, in_thread
-from adapters.delta.problems import Problems
+from adapters.delta.problems import Problems, health_summary, stalled_reason
 from adapters.delta.roots import MissingRoot, expand
 from adapters.delta.scanner import Sighting, WorkspaceView, scan_workspace
 from adapters.delta.translate import mailbox_from_ref
 from adapters.delta.watcher import Changes, DirWatcher
+from adapters.delta.watchplan import Marks, WatchPlan
 from adapters.delta.writeback import AnswerWriter
 from bridge.errors import BridgeError
 from bridge.models import OPEN_STATES, RequestState
@@ -73,9 +74,8 @@ class DeltaSource:
         self._problems = Problems()
         self.guard = LookGuard(self._stalled, self._recovered, stall_after_s)
         self._missing: list[MissingRoot] = []
-        self._awaiting: dict[str, list[str]] = {}  # watched ancestor → missing root folders below it
         self._roots: dict[str, str] = {}  # workspace → the resolved fixed folder of its root
-        self._parents_of_found: set[str] = set()
+        self._plan = WatchPlan()
         self._sink: RequestSink | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = asyncio.Lock()
@@ -85,12 +85,8 @@ class DeltaSource:
         self._settled: dict[str, FileStamp | None] = {}
         self._tracks: dict[str, _Track] = {}
         self._ws_keys: dict[str, set[str]] = {}
-        self._ws_watch: dict[str, list[str]] = {}
         self._workspaces: list[str] = []
-        self._parents: list[str] = []
-        self._owner: dict[str, str | None] = {}  # watched folder → workspace (None: a root parent)
         self._watcher: DirWatcher | None = None
-        self._watch_stale = False
         self._live: set[str] = set()
         self.scans = 0
         self.expansions = 0  # how often the roots were expanded (a busy ancestor must not drive it)
@@ -177,24 +173,13 @@ class DeltaSource:
                 loop.call_soon_threadsafe(self._mark_paths, [path for _, path in changes])
 
     def _mark_paths(self, paths: Iterable[str]) -> None:
-        for path in paths:
-            directory = os.path.dirname(path)
-            owner = self._owner.get(directory, "")
-            if owner == "":
-                owner = self._owner.get(path, "")
-            if owner is None:
-                if directory in self._awaiting and not self._leads_to_missing(directory, path):
-                    continue  # a busy ancestor (say /home) watched for a root: only its own path counts
-                self._roots_dirty = True
-            elif owner:
-                self._dirty.add(owner)
+        self._take(self._plan.mark(paths))
+
+    def _take(self, marks: Marks) -> None:
+        self._roots_dirty = self._roots_dirty or marks.roots
+        self._dirty |= marks.workspaces
         if self._dirty or self._roots_dirty:
             self._wake.set()
-
-    def _leads_to_missing(self, directory: str, path: str) -> bool:
-        if directory in self._parents_of_found:
-            return True
-        return any(f == path or f.startswith(path.rstrip(os.sep) + os.sep) for f in self._awaiting[directory])
 
     def _mark_workspace(self, workspace: str) -> None:
         self._dirty.add(workspace)
@@ -248,22 +233,10 @@ class DeltaSource:
         self._roots = expansion.roots
         self._live = set(expansion.workspaces)
         self._problems.replace(ROOTS_SCOPE, expansion.refused)
-        self._parents_of_found = set(expansion.parents)
-        self._awaiting = {}
-        for missing in expansion.missing:
-            self._awaiting.setdefault(missing.watching, []).append(missing.folder)
+        self._plan.set_roots(expansion)
         if expansion.missing != self._missing:
             self._missing = expansion.missing
             self._report_health()
-        watch = expansion.watch
-        if watch != self._parents:
-            for parent in self._parents:
-                if parent in self._owner and self._owner[parent] is None:
-                    del self._owner[parent]
-            for parent in watch:
-                self._owner.setdefault(parent, None)
-            self._parents = watch
-            self._watch_stale = True
         if self._dirty:
             self._wake.set()
 
@@ -290,27 +263,18 @@ class DeltaSource:
 
     def _report_health(self) -> None:
         """`source:<name>` is degraded while a root's fixed folder is missing or a workspace
-        does not answer (the reasons are logged once, by the registry)."""
+        does not answer (the registry logs each change once)."""
         health = self.health
         if health is None:
             return
-        reasons = [missing.describe() for missing in self._missing]
-        if self.guard.stalled:
-            shown = ", ".join(sorted(self.guard.stalled)[:3])
-            more = f" and {len(self.guard.stalled) - 3} more" if len(self.guard.stalled) > 3 else ""
-            reasons.append(f"{len(self.guard.stalled)} workspace(s) do not answer ({shown}{more})")
-        if not reasons:
+        trouble = health_summary(self._missing, sorted(self.guard.stalled))
+        if trouble is None:
             health.ok(self.component)
-            return
-        fix = ("create the folder (it is picked up at once) or correct `roots`" if self._missing
-               else "check the filesystem those workspaces are on (a hung network mount?)")
-        health.degraded(self.component, "; ".join(reasons), fix)
+        else:
+            health.degraded(self.component, *trouble)
 
     def _stalled(self, workspace: str) -> None:
-        seconds = self.guard.stall_after_s
-        self._problems.replace(f"stalled:{workspace}", {workspace: (
-            f"looking at this workspace has not returned for {seconds:g} s (a hung network "
-            "filesystem?); skipped until it answers, the other workspaces go on")})
+        self._problems.replace(f"stalled:{workspace}", {workspace: stalled_reason(self.guard.stall_after_s)})
         self._report_health()
 
     def _recovered(self, workspace: str) -> None:
@@ -338,19 +302,7 @@ class DeltaSource:
         else:
             self._ws_keys.pop(workspace, None)
         self._problems.replace(workspace, view.refused if live else {})
-        watch = view.watch if live else []
-        previous = self._ws_watch.get(workspace, [])
-        if previous != watch:
-            for directory in previous:
-                if self._owner.get(directory) == workspace:
-                    del self._owner[directory]
-            for directory in watch:
-                self._owner.setdefault(directory, workspace)
-            if watch:
-                self._ws_watch[workspace] = watch
-            else:
-                self._ws_watch.pop(workspace, None)
-            self._watch_stale = True
+        self._plan.set_workspace(workspace, view.watch if live else [])
 
     async def _apply_sighting(self, workspace: str, sighting: Sighting) -> None:
         key = sighting.key
@@ -446,20 +398,10 @@ class DeltaSource:
     async def _refresh_watcher(self, *, tidy: bool = False) -> None:
         """Bring the watched folders up to date (`tidy`: also fold new ones into the large
         notifier, which briefly holds the GIL; done on periodic rescans only)."""
-        if self._watcher is None or not (self._watch_stale or tidy):
+        if self._watcher is None or not (self._plan.stale or tidy):
             return
-        self._watch_stale = False
-        owner = self._owner
+        self._plan.stale = False
         before = self._watcher.paths
         update = self._watcher.tidy if tidy else self._watcher.replace
-        watched = await in_thread(update, list(owner))
-        # Anything written in a newly watched folder before its watch existed: look again.
-        added = watched - before
-        again = {owner[d] for d in added if owner.get(d)}
-        if any(owner.get(d) is None for d in added):
-            self._roots_dirty = True
-        for owned in again:
-            if owned is not None:
-                self._dirty.add(owned)
-        if self._dirty or self._roots_dirty:
-            self._wake.set()
+        watched = await in_thread(update, self._plan.folders)
+        self._take(self._plan.newly_watched(watched - before))
