@@ -113,8 +113,8 @@ def mailbox_from_ref(ref: dict[str, Any]) -> Mailbox:
 
 def response_text(answer: Answer, request: Request | None = None, reason_line: str | None = None) -> str:
     """What goes into `response.txt`: the answer value (confirm → `yes`/`no`), and for a
-    yes/no question answered with a reason, `reason_line` (`{reason}` filled in) on the
-    next line, so the agent's model learns why. Never for a secret: those are yes/no-free."""
+    yes/no question a person answered with a reason, `reason_line` (`{reason}` filled in)
+    on the next line, so the agent's model learns why. Never for a secret."""
     value = answer.values.get(QUESTION_ID)
     if value is None and answer.values:
         value = next(iter(answer.values.values()))
@@ -122,8 +122,8 @@ def response_text(answer: Answer, request: Request | None = None, reason_line: s
         value = "yes" if value else "no"
     text = "" if value is None else value if isinstance(value, str) else str(value)
     reason = (answer.reason or "").strip()
-    if not (reason and reason_line and request is not None):
-        return text
+    if not (reason and reason_line and request is not None) or answer.via == "timeout":
+        return text  # a route's timeout answer is written like a person's, bare
     question = request.question(QUESTION_ID) or request.questions[0]
     if question.kind is not QuestionKind.confirm or request.secret_question_ids:
         return text
