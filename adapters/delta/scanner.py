@@ -25,6 +25,8 @@ from adapters.delta.mailbox import (
 from adapters.delta.translate import source_ref, to_request_in
 from bridge.models import RequestIn
 
+_UNKNOWN: Any = object()
+
 
 @dataclass(frozen=True)
 class Sighting:
@@ -100,10 +102,11 @@ def scan_workspace(workspace: str, settled: Mapping[str, FileStamp | None],
         except MailboxError as exc:
             view.refused[mailbox.directory] = exc.reason
             continue
-        if key in settled and settled[key] == current and current is not None:
+        known = settled.get(key, _UNKNOWN)  # one read: the loop may change `settled` meanwhile
+        if current is not None and known == current:
             continue
-        if current is None and settled.get(key) is None:
-            if key in settled:
+        if current is None and (known is None or known is _UNKNOWN):
+            if known is not _UNKNOWN:
                 view.sightings.append(Sighting(key, mailbox, None))
             continue
         view.sightings.append(look(mailbox, key, current))
