@@ -111,7 +111,11 @@ class LookGuard:
             pending = []
             while True:
                 wait = max(0.05, batch.started + self.stall_after_s - time.monotonic())
-                done, _ = await asyncio.wait({finished}, timeout=min(wait, self.stall_after_s))
+                try:
+                    done, _ = await asyncio.wait({finished}, timeout=min(wait, self.stall_after_s))
+                except asyncio.CancelledError:  # the source stops: the thread ends (or hangs) alone
+                    finished.cancel()
+                    raise
                 if done:
                     finished.result()
                     results.extend(batch.results)
