@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Generator
+import os
+import threading
+from collections.abc import Awaitable, Generator
 from typing import Any
 
 import uvicorn
@@ -28,6 +30,10 @@ from bridge.store import Store, open_store_from_url, redact_url
 
 log = logging.getLogger("hitl_bridge")
 
+STOP_DEADLINE_S = 10.0  # how long `stop()` waits for the parts before it closes the store anyway
+EXIT_GRACE_S = 5.0  # then how long the process may take to end before it is ended
+STEP_FLOOR_S = 0.2  # past the deadline, each remaining part still gets this long to close
+
 
 class _Server(uvicorn.Server):
     """uvicorn without its own signal handling: the daemon owns SIGINT/SIGTERM."""
@@ -39,8 +45,9 @@ class _Server(uvicorn.Server):
 
 class Daemon:
     def __init__(self, settings: Settings, *, clock: Clock | None = None, store: Store | None = None,
-                 embedded: bool = False) -> None:
+                 embedded: bool = False, stop_deadline_s: float = STOP_DEADLINE_S) -> None:
         self.settings = settings
+        self.stop_deadline_s = stop_deadline_s
         self.clock: Clock = clock or SystemClock()
         self.store = store or open_store_from_url(settings.store.url)
         self.embedded = embedded
@@ -176,26 +183,48 @@ class Daemon:
         return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
+        """Stop everything within `stop_deadline_s`. A part still busy at the deadline (a post
+        to a platform that does not answer, a source stuck on a hung filesystem) is named in
+        the log and left behind; the store is closed all the same. Nothing acknowledged is
+        lost by that: requests, answers and deliveries are committed before they are
+        acknowledged, and what was in flight is retried from the store at the next start."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.stop_deadline_s
+        overdue: list[str] = []
+
+        async def within(what: str, step: Awaitable[Any]) -> None:
+            try:
+                await asyncio.wait_for(step, max(deadline - loop.time(), STEP_FLOOR_S))
+            except TimeoutError:
+                overdue.append(what)
+            except Exception:
+                log.exception("shutdown: stopping %s failed", what)
+
         self.service.changes.release_waiters()  # long polls answer now, not after the grace period
         if self.server is not None:
             self.server.should_exit = True
-        await self.scheduler.stop()
+        await within("the scheduler", self.scheduler.stop())
         for task in self._tasks:
             if task.get_name() != "http":
                 task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            done, pending = await asyncio.wait(self._tasks, timeout=max(deadline - loop.time(), STEP_FLOOR_S))
+            for task in done:  # retrieved here: a crash was logged where it happened
+                if not task.cancelled():
+                    task.exception()
+            overdue.extend(f"task {task.get_name()}" for task in pending)
         self._tasks.clear()
-        await self.service.drain()
+        await within("background posts and updates", self.service.drain())
         for channel in self.channels:
-            with contextlib.suppress(Exception):
-                await channel.stop()
+            await within(f"channel {channel.name}", channel.stop())
         for source in self.sources:
             close = getattr(source, "close", None)
             if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
+                await within(f"source {source.name}", close())
+        if overdue:
+            log.error("shutdown: still waiting after %.0fs for %s; exiting anyway (everything acknowledged "
+                      "is in the store; what was in flight is retried at the next start)",
+                      self.stop_deadline_s, ", ".join(overdue))
         await self.store.close()
 
     async def run_forever(self) -> None:
@@ -205,13 +234,36 @@ class Daemon:
         loop = asyncio.get_running_loop()
         import signal
 
+        def on_signal() -> None:
+            if stop.is_set():  # asked twice: no more waiting
+                _exit_now("a second stop signal")
+            stop.set()
+            _exit_after(self.stop_deadline_s + EXIT_GRACE_S)
+
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, on_signal)
         with contextlib.suppress(NotImplementedError, AttributeError):
             loop.add_signal_handler(signal.SIGHUP, self.reload)
         try:
             await stop.wait()
         finally:
-            log.info("shutting down")
+            log.info("shutting down (at most %.0fs)", self.stop_deadline_s)
             await self.stop()
+
+
+def _exit_after(seconds: float) -> None:
+    """The last guarantee that a stop signal ends the process: a daemon thread that exits it
+    if `stop()` and the interpreter's own teardown (which joins worker threads, possibly
+    stuck in a hung filesystem call) have not finished after `seconds`."""
+    timer = threading.Timer(seconds, _exit_now, args=(f"shutdown still not done after {seconds:.0f}s",))
+    timer.daemon = True
+    timer.start()
+
+
+def _exit_now(why: str) -> None:
+    log.critical("%s: exiting now", why)
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    os._exit(1)

@@ -91,6 +91,8 @@ class Question(BaseModel):
             raise ValueError(f"a {self.kind} question needs at least one option")
         if self.kind is QuestionKind.form and not self.fields:
             raise ValueError("a form question needs at least one field")
+        if _depth(self.default) > MAX_CONTEXT_DEPTH:
+            raise ValueError(f"default: nested deeper than {MAX_CONTEXT_DEPTH} levels")
         if self.kind is QuestionKind.edit and self.default is not None:
             if not isinstance(self.default, dict | list):
                 raise ValueError("an edit question's default must be a JSON object or list")
@@ -99,6 +101,8 @@ class Question(BaseModel):
     def validate_answer(self, value: Any) -> Any:
         """Return the normalised answer value, or raise InvalidAnswer."""
         qid = self.id
+        if _depth(value) > MAX_CONTEXT_DEPTH:  # before anything walks it (str(), ==, JSON)
+            raise InvalidAnswer(qid, f"nested deeper than {MAX_CONTEXT_DEPTH} levels")
         if value is None or value == "" or value == [] or value == {}:
             if self.required and self.kind not in (QuestionKind.multi_choice,):
                 raise InvalidAnswer(qid, "an answer is required")
@@ -160,8 +164,8 @@ class Question(BaseModel):
             value = _parse_json(qid, value)
         if not isinstance(value, dict | list):
             raise InvalidAnswer(qid, "expected a JSON object")
-        if _depth(value) > MAX_CONTEXT_DEPTH:
-            raise InvalidAnswer(qid, "nested too deeply")
+        if _depth(value) > MAX_CONTEXT_DEPTH:  # parsed from a string just now
+            raise InvalidAnswer(qid, f"nested deeper than {MAX_CONTEXT_DEPTH} levels")
         return value
 
 
@@ -173,14 +177,25 @@ def _parse_json(qid: str, text: str) -> Any:
 
 
 def _depth(value: Any, level: int = 0, limit: int = MAX_CONTEXT_DEPTH) -> int:
-    """How deeply `value` nests; stops counting once past `limit`."""
-    if level > limit:
-        return level
-    if isinstance(value, dict):
-        return max((_depth(v, level + 1, limit) for v in value.values()), default=level + 1)
-    if isinstance(value, list):
-        return max((_depth(v, level + 1, limit) for v in value), default=level + 1)
-    return level
+    """How deeply `value` nests below `level` (a scalar adds nothing, `{}` or `[]` one level);
+    counting stops once past `limit`. Iterative: a body nested 100,000 levels deep costs no
+    stack, only the work up to `limit + 1` levels."""
+    deepest = level
+    pending: list[tuple[Any, int]] = [(value, level)]
+    while pending:
+        item, at = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        at += 1
+        if at > limit:
+            return at
+        deepest = max(deepest, at)
+        pending.extend((child, at) for child in children)
+    return deepest
 
 
 def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
@@ -380,15 +395,19 @@ def new_request_id() -> str:
 
 
 def has_lone_surrogate(value: Any) -> bool:
-    """True when a string anywhere in `value` cannot be encoded as UTF-8 (JSON `"\\ud800"`)."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(has_lone_surrogate(v) for v in value)
+    """True when a string anywhere in `value` cannot be encoded as UTF-8 (JSON `"\\ud800"`).
+    Iterative, so any nesting depth is looked at without recursion."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
     return False

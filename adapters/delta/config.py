@@ -7,6 +7,7 @@ from datetime import timedelta
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapters.delta.resume import BadResumeCommand, check_template
+from adapters.delta.translate import REASON_FIELD
 from bridge.config import Duration
 
 
@@ -25,6 +26,9 @@ class DeltaConfig(BaseModel):
     watch: bool = True
     force_polling: bool = False
     watch_step_ms: int = Field(default=3, ge=1, le=1000)
+    # The line written after a yes/no answer given with a reason ("no" then "Reason: …");
+    # null or "" writes the bare answer.
+    reason_line: str | None = Field(default="Reason: {reason}", max_length=500)
 
     @field_validator("roots")
     @classmethod
@@ -36,6 +40,18 @@ class DeltaConfig(BaseModel):
             raise ValueError(f"{deep!r}: '**' (any depth) is not supported, so the bridge never walks whole "
                              "trees; name each level with '*', e.g. /srv/agents/*/workspaces/*")
         return roots
+
+    @field_validator("reason_line")
+    @classmethod
+    def _reason_has_its_place(cls, line: str | None) -> str | None:
+        if line is None or not line.strip():
+            return None
+        if REASON_FIELD not in line:
+            raise ValueError(f"must contain {REASON_FIELD} where the reason goes, e.g. 'Reason: {REASON_FIELD}' "
+                             "(or null for none)")
+        if "\n" in line or "\r" in line:
+            raise ValueError("must be one line (the reason itself may span several)")
+        return line
 
     @field_validator("resume_command")
     @classmethod

@@ -1,51 +1,36 @@
 """Reading `request.json` and run metadata, and writing `response.txt` (PROTOCOLS §1).
 
-Plain blocking functions (callers use `asyncio.to_thread`). Reading tolerates the
+Plain blocking functions (callers use `offload.in_thread`). Reading tolerates the
 engine's non-atomic writes: an incomplete file raises `MailboxError(retryable=True)`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
-import stat
 from dataclasses import dataclass
 from typing import Any
 
+from adapters.delta.files import MailboxError, MailboxGone, OutsideWorkspace, confined, read_bytes, unreadable
 from adapters.delta.layout import (
     DELTA_DIR,
     REQUEST_FILE,
     RESPONSE_FILE,
+    VERSION_FILE,
     Mailbox,
-    OutsideWorkspace,
-    confined,
     latest_run,
     read_small,
 )
+
+__all__ = ["MailboxError", "MailboxGone", "read_bytes"]
 
 MAX_REQUEST_BYTES = 1024 * 1024
 MAX_METADATA_BYTES = 1024 * 1024
 METADATA_TEXT_MAX = 4000  # per field: a task can be long, but not a chat message
 RUN_STATUSES = frozenset({"RUNNING", "WAITING_FOR_INPUT", "COMPLETED", "FAILED", "INTERRUPTED"})
-
-
-class MailboxError(Exception):
-    """A mailbox file cannot be used. `retryable`: it may still be being written."""
-
-    def __init__(self, path: str, reason: str, *, retryable: bool = False) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
-        self.retryable = retryable
-
-
-class MailboxGone(MailboxError):
-    """`request.json` (or its whole workspace) no longer exists."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(path, "no longer exists")
 
 
 class MovedOn(MailboxError):
@@ -73,49 +58,26 @@ class DeltaRequest:
 
 @dataclass(frozen=True)
 class FileStamp:
-    """What identifies one version of a file without reading it."""
+    """What identifies one version of a file without reading it (the change time too: a
+    `chmod` that makes an unreadable file readable is a change worth another look)."""
 
     inode: int
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
 
 
 def stamp(path: str) -> FileStamp | None:
-    """The file's stamp, or None when it does not exist (or cannot be stat'ed)."""
+    """The file's stamp, or None when it does not exist; MailboxError when it cannot be
+    looked at (a folder on the way with mode 000...)."""
     try:
         st = os.stat(path)
-    except OSError:
-        return None
-    return FileStamp(st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def read_bytes(path: str, workspace: str, limit: int) -> bytes:
-    """Read a file that must stay inside `workspace` and be at most `limit` bytes."""
-    try:
-        real = confined(path, workspace)
-    except OutsideWorkspace as exc:
-        raise MailboxError(path, "leads outside the workspace (symlink); refused") from exc
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except (FileNotFoundError, NotADirectoryError):
-        raise MailboxGone(path) from None
     except OSError as exc:
-        raise MailboxError(path, f"cannot be read: {exc.strerror or exc}", retryable=True) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise MailboxError(path, "is not a regular file")
-        if st.st_size > limit:
-            raise MailboxError(path, f"is {st.st_size} bytes, over the {limit}-byte limit")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    except OSError as exc:
-        raise MailboxError(path, f"cannot be read: {exc.strerror or exc}", retryable=True) from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise MailboxError(path, f"is over the {limit}-byte limit")
-    return data
+        error = unreadable(path, exc)
+        if isinstance(error, MailboxGone) or exc.errno == errno.ELOOP:
+            return None
+        raise error from None
+    return FileStamp(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def parse_request(data: bytes, path: str) -> DeltaRequest:
@@ -125,36 +87,40 @@ def parse_request(data: bytes, path: str) -> DeltaRequest:
     through writing it); valid JSON with missing or mistyped fields is not.
     """
     if not data.strip():
-        raise MailboxError(path, "is empty (still being written?)", retryable=True)
+        raise MailboxError(path, "is empty (still being written?)", retryable=True, kind="empty")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MailboxError(path, f"is not UTF-8 ({exc.reason} at byte {exc.start})", retryable=True) from None
+        raise MailboxError(path, f"is not UTF-8 ({exc.reason} at byte {exc.start})", retryable=True,
+                           kind="not_utf8") from None
     try:
         body = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise MailboxError(path, f"is not valid JSON ({exc})", retryable=True) from None
+    except RecursionError:
+        raise MailboxError(path, "is not valid JSON (nested too deeply)", kind="too_deep") from None
+    except ValueError as exc:
+        raise MailboxError(path, f"is not valid JSON ({exc})", retryable=True, kind="not_json") from None
     if not isinstance(body, dict):
-        raise MailboxError(path, f"must hold a JSON object, not {type(body).__name__}")
+        raise MailboxError(path, f"must hold a JSON object, not {type(body).__name__}", kind="not_object")
     request_id = body.get("request_id")
     if not isinstance(request_id, str) or not request_id.strip() or len(request_id) > 200:
-        raise MailboxError(path, "field 'request_id' must be a non-empty string (≤ 200 characters)")
+        raise MailboxError(path, "field 'request_id' must be a non-empty string (≤ 200 characters)",
+                           kind="field:request_id")
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        raise MailboxError(path, "field 'prompt' must be a non-empty string")
+        raise MailboxError(path, "field 'prompt' must be a non-empty string", kind="field:prompt")
     input_type = body.get("input_type", "text")
     if input_type is None:
         input_type = "text"
     if not isinstance(input_type, str):
-        raise MailboxError(path, "field 'input_type' must be a string")
+        raise MailboxError(path, "field 'input_type' must be a string", kind="field:input_type")
     sensitive = body.get("sensitive", False)
     if sensitive is None:
         sensitive = False
     if not isinstance(sensitive, bool):
-        raise MailboxError(path, "field 'sensitive' must be true or false")
+        raise MailboxError(path, "field 'sensitive' must be true or false", kind="field:sensitive")
     timestamp = body.get("timestamp")
     if timestamp is not None and not isinstance(timestamp, str):
-        raise MailboxError(path, "field 'timestamp' must be a string")
+        raise MailboxError(path, "field 'timestamp' must be a string", kind="field:timestamp")
     return DeltaRequest(request_id.strip(), prompt, input_type.strip().lower(), sensitive, timestamp)
 
 
@@ -203,7 +169,7 @@ def read_metadata(mailbox: Mailbox) -> tuple[str | None, dict[str, Any]]:
 
 def engine_version(workspace: str) -> str | None:
     """The content of `.delta/VERSION` (the engine's data format version), if any."""
-    return read_small(os.path.join(workspace, DELTA_DIR, "VERSION"), workspace)
+    return read_small(os.path.join(workspace, DELTA_DIR, VERSION_FILE), workspace)
 
 
 def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
@@ -224,8 +190,11 @@ def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
         )
     try:
         directory = confined(mailbox.directory, mailbox.workspace)
+        if mailbox.root is not None:  # the workspace itself may have become a link elsewhere
+            directory = confined(mailbox.directory, mailbox.root)
     except OutsideWorkspace as exc:
-        raise MailboxError(mailbox.directory, "leads outside the workspace (symlink); refused") from exc
+        raise MailboxError(mailbox.directory, f"leads outside {exc.workspace} (symlink); refused",
+                           kind="outside") from exc
     owner = os.stat(os.path.join(directory, REQUEST_FILE))
     tmp = os.path.join(directory, f".{RESPONSE_FILE}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)

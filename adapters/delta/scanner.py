@@ -25,6 +25,8 @@ from adapters.delta.mailbox import (
 from adapters.delta.translate import source_ref, to_request_in
 from bridge.models import RequestIn
 
+_UNKNOWN: Any = object()
+
 
 @dataclass(frozen=True)
 class Sighting:
@@ -47,7 +49,7 @@ class WorkspaceView:
     sightings: list[Sighting] = field(default_factory=list)
     present: set[str] = field(default_factory=set)  # keys of every mailbox folder there
     watch: list[str] = field(default_factory=list)
-    escaped: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # path → why it is not looked at
 
 
 def mailbox_key(mailbox: Mailbox) -> str:
@@ -79,27 +81,34 @@ def look(mailbox: Mailbox, key: str, current: FileStamp | None) -> Sighting:
                     error=provisional)
 
 
-def scan_workspace(workspace: str, settled: Mapping[str, FileStamp | None]) -> WorkspaceView:
+def scan_workspace(workspace: str, settled: Mapping[str, FileStamp | None],
+                   root: str | None = None) -> WorkspaceView:
     """Mailboxes of `workspace` whose request file's stamp differs from `settled[key]`.
 
     A key missing from `settled` counts as "no request known"; a settled key whose
-    folder is gone (run or workspace deleted) is reported with stamp None.
+    folder is gone (run or workspace deleted) is reported with stamp None. A mailbox
+    that cannot be looked into is refused and left as it was (not taken as gone).
     """
     view = WorkspaceView(workspace)
-    found = survey(workspace)
+    found = survey(workspace, root)
+    view.refused.update(found.refused)
     for mailbox in found.mailboxes:
         key = mailbox_key(mailbox)
         if key in view.present:
             continue
         view.present.add(key)
-        current = stamp(mailbox.request_path)
-        if key in settled and settled[key] == current and current is not None:
+        try:
+            current = stamp(mailbox.request_path)
+        except MailboxError as exc:
+            view.refused[mailbox.directory] = exc.reason
             continue
-        if current is None and settled.get(key) is None:
-            if key in settled:
+        known = settled.get(key, _UNKNOWN)  # one read: the loop may change `settled` meanwhile
+        if current is not None and known == current:
+            continue
+        if current is None and (known is None or known is _UNKNOWN):
+            if known is not _UNKNOWN:
                 view.sightings.append(Sighting(key, mailbox, None))
             continue
         view.sightings.append(look(mailbox, key, current))
     view.watch = found.watch
-    view.escaped = found.escaped
     return view

@@ -19,11 +19,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from adapters.delta.config import DeltaConfig
+from adapters.delta.layout import REQUEST_FILE
 from adapters.delta.mailbox import FileStamp, MailboxError, MailboxGone, read_request
-from adapters.delta.roots import expand
+from adapters.delta.offload import STALL_AFTER_S, LookGuard, in_thread
+from adapters.delta.problems import Problems, health_summary, stalled_reason
+from adapters.delta.roots import MissingRoot, expand
 from adapters.delta.scanner import Sighting, WorkspaceView, scan_workspace
 from adapters.delta.translate import mailbox_from_ref
 from adapters.delta.watcher import Changes, DirWatcher
+from adapters.delta.watchplan import Marks, WatchPlan
 from adapters.delta.writeback import AnswerWriter
 from bridge.errors import BridgeError
 from bridge.models import OPEN_STATES, RequestState
@@ -31,6 +35,8 @@ from bridge.ports import Outcome, RequestSink
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
+
+    from bridge.health import Health
 
 log = logging.getLogger("hitl_bridge.delta")
 
@@ -40,6 +46,7 @@ SCAN_CHUNK = 500
 GONE_REASON = ("request.json disappeared: the run no longer waits for this answer "
                "(answered outside the bridge, or the run or workspace was removed)")
 REPLACED_REASON = "the run asked something else: request.json now holds a newer request"
+ROOTS_SCOPE = "roots"
 
 
 @dataclass
@@ -48,23 +55,27 @@ class _Track:
 
     workspace: str
     request_id: str | None = None
-    bad_stamp: FileStamp | None = None
-    bad_since: float = 0.0
+    bad_since: float | None = None  # when its request.json was first seen unreadable
 
 
 class DeltaSource:
     """Implements bridge.ports.Source for Delta Engine file mailboxes (PROTOCOLS §1)."""
 
-    def __init__(self, config: DeltaConfig, *, cwd: str | None = None, deliver_window_s: float = 9.0) -> None:
+    def __init__(self, config: DeltaConfig, *, cwd: str | None = None, deliver_window_s: float = 9.0,
+                 stall_after_s: float = STALL_AFTER_S) -> None:
         self.config = config
         self.name: str = config.name
         self.writer = AnswerWriter(
             self.name, config.resume_command, resume_shell=config.resume_shell,
             resume_timeout_s=config.resume_timeout.total_seconds(), deliver_window_s=deliver_window_s,
-            note=self._note, wrote_before=self._wrote_response,
+            note=self._note, wrote_before=self._wrote_response, reason_line=config.reason_line,
         )
         self.cwd = os.path.abspath(cwd or os.getcwd())
-        self.problems: dict[str, str] = {}  # path → why it is not a request (last seen)
+        self._problems = Problems()
+        self.guard = LookGuard(self._stalled, self._recovered, stall_after_s)
+        self._missing: list[MissingRoot] = []
+        self._roots: dict[str, str] = {}  # workspace → the resolved fixed folder of its root
+        self._plan = WatchPlan()
         self._sink: RequestSink | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = asyncio.Lock()
@@ -74,18 +85,32 @@ class DeltaSource:
         self._settled: dict[str, FileStamp | None] = {}
         self._tracks: dict[str, _Track] = {}
         self._ws_keys: dict[str, set[str]] = {}
-        self._ws_watch: dict[str, list[str]] = {}
         self._workspaces: list[str] = []
-        self._parents: list[str] = []
-        self._owner: dict[str, str | None] = {}  # watched folder → workspace (None: a root parent)
         self._watcher: DirWatcher | None = None
-        self._watch_stale = False
         self._live: set[str] = set()
         self.scans = 0
+        self.expansions = 0  # how often the roots were expanded (a busy ancestor must not drive it)
 
     # Source -------------------------------------------------------------------------------
     def http_routes(self) -> Sequence[BaseRoute]:
         return []
+
+    @property
+    def problems(self) -> dict[str, str]:
+        """path → why it is not shown (read by GET /v1/sources, /metrics and doctor)."""
+        return self._problems.as_dict()
+
+    @property
+    def component(self) -> str:
+        return f"source:{self.name}"
+
+    async def doctor(self) -> list[tuple[bool, str, str]]:
+        """`hitl-bridge doctor`: does every root's fixed folder exist?"""
+        expansion = await in_thread(expand, self.config.roots, self.cwd)
+        checks = [(False, f"source {self.name}", missing.describe()) for missing in expansion.missing]
+        checks += [(False, f"source {self.name}", f"{path}: {why}") for path, why in expansion.refused.items()]
+        return checks or [(True, f"source {self.name}",
+                           f"{len(expansion.workspaces)} workspace(s) under {len(self.config.roots)} root(s)")]
 
     async def run(self, sink: RequestSink) -> None:
         """Reconcile with the store, scan everything, then follow events and rescans."""
@@ -97,6 +122,7 @@ class DeltaSource:
         try:
             await self._withdraw_vanished()
             await self.rescan()
+            self._report_health()
             rescanner = asyncio.create_task(self._rescan_forever(), name=f"{self.name}:rescan")
             try:
                 await self._process_forever()
@@ -112,7 +138,7 @@ class DeltaSource:
         await self.writer.close()
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
-            await asyncio.to_thread(watcher.close)
+            await in_thread(watcher.close)
 
     async def deliver(self, outcome: Outcome) -> None:
         """Write the answer to `response.txt`, then run `resume_command` once if set."""
@@ -147,14 +173,11 @@ class DeltaSource:
                 loop.call_soon_threadsafe(self._mark_paths, [path for _, path in changes])
 
     def _mark_paths(self, paths: Iterable[str]) -> None:
-        for path in paths:
-            owner = self._owner.get(os.path.dirname(path), "")
-            if owner == "":
-                owner = self._owner.get(path, "")
-            if owner is None:
-                self._roots_dirty = True
-            elif owner:
-                self._dirty.add(owner)
+        self._take(self._plan.mark(paths))
+
+    def _take(self, marks: Marks) -> None:
+        self._roots_dirty = self._roots_dirty or marks.roots
+        self._dirty |= marks.workspaces
         if self._dirty or self._roots_dirty:
             self._wake.set()
 
@@ -198,7 +221,8 @@ class DeltaSource:
             await self._refresh_watcher(tidy=True)
 
     async def _expand_roots(self) -> None:
-        expansion = await asyncio.to_thread(expand, self.config.roots, self.cwd)
+        expansion = await in_thread(expand, self.config.roots, self.cwd)
+        self.expansions += 1
         known = set(self._workspaces)
         for workspace in expansion.workspaces:
             if workspace not in known:
@@ -206,33 +230,59 @@ class DeltaSource:
         for workspace in known - set(expansion.workspaces):
             self._dirty.add(workspace)  # gone: one more look reports its requests as gone
         self._workspaces = expansion.workspaces
+        self._roots = expansion.roots
         self._live = set(expansion.workspaces)
-        if expansion.parents != self._parents:
-            for parent in self._parents:
-                if parent in self._owner and self._owner[parent] is None:
-                    del self._owner[parent]
-            for parent in expansion.parents:
-                self._owner[parent] = None
-            self._parents = expansion.parents
-            self._watch_stale = True
+        self._problems.replace(ROOTS_SCOPE, expansion.refused)
+        self._plan.set_roots(expansion)
+        if expansion.missing != self._missing:
+            self._missing = expansion.missing
+            self._report_health()
         if self._dirty:
             self._wake.set()
 
     async def _scan(self, workspaces: list[str]) -> None:
-        views = await asyncio.to_thread(self._look_at, workspaces)
+        views = await self.guard.map(self._look_at, workspaces)
         self.scans += 1
         for view in views:
-            await self._apply(view)
+            if view is not None:
+                await self._apply(view)
 
-    def _look_at(self, workspaces: list[str]) -> list[WorkspaceView]:
-        views = []
-        for workspace in workspaces:
-            try:
-                views.append(scan_workspace(workspace, self._settled))
-            except Exception:  # never let one odd workspace stop the others
-                log.exception("delta: cannot scan %s", workspace)
-        return views
+    def _look_at(self, workspace: str) -> WorkspaceView | None:
+        """One workspace, in a worker thread (see LookGuard)."""
+        try:
+            return scan_workspace(workspace, self._settled, self._roots.get(workspace))
+        except Exception:  # never let one odd workspace stop the others
+            log.exception("delta: cannot scan %s", workspace)
+            return None
 
+    # health ---------------------------------------------------------------------------------
+    @property
+    def health(self) -> Health | None:
+        health: Health | None = getattr(self._sink, "health", None)
+        return health
+
+    def _report_health(self) -> None:
+        """`source:<name>` is degraded while a root's fixed folder is missing or a workspace
+        does not answer (the registry logs each change once)."""
+        health = self.health
+        if health is None:
+            return
+        trouble = health_summary(self._missing, sorted(self.guard.stalled))
+        if trouble is None:
+            health.ok(self.component)
+        else:
+            health.degraded(self.component, *trouble)
+
+    def _stalled(self, workspace: str) -> None:
+        self._problems.replace(f"stalled:{workspace}", {workspace: stalled_reason(self.guard.stall_after_s)})
+        self._report_health()
+
+    def _recovered(self, workspace: str) -> None:
+        self._problems.replace(f"stalled:{workspace}", {})
+        self._report_health()
+        self._mark_workspace(workspace)
+
+    # applying what a look found ---------------------------------------------------------------
     async def _apply(self, view: WorkspaceView) -> None:
         workspace = view.workspace
         for sighting in view.sightings:
@@ -243,6 +293,7 @@ class DeltaSource:
         for key in self._ws_keys.get(workspace, set()) - view.present:
             track = self._tracks.pop(key, None)
             self._settled.pop(key, None)
+            self._problems.clear(os.path.join(key, REQUEST_FILE))
             if track is not None and track.request_id:
                 await self._withdraw(track.request_id, GONE_REASON, key)
         live = workspace in self._live
@@ -250,56 +301,48 @@ class DeltaSource:
             self._ws_keys[workspace] = view.present
         else:
             self._ws_keys.pop(workspace, None)
-        for path in view.escaped:
-            self._report(path, "mailbox folder leads outside the workspace (symlink); refused")
-        watch = view.watch if live else []
-        previous = self._ws_watch.get(workspace, [])
-        if previous != watch:
-            for directory in previous:
-                if self._owner.get(directory) == workspace:
-                    del self._owner[directory]
-            for directory in watch:
-                self._owner.setdefault(directory, workspace)
-            if watch:
-                self._ws_watch[workspace] = watch
-            else:
-                self._ws_watch.pop(workspace, None)
-            self._watch_stale = True
+        self._problems.replace(workspace, view.refused if live else {})
+        self._plan.set_workspace(workspace, view.watch if live else [])
 
     async def _apply_sighting(self, workspace: str, sighting: Sighting) -> None:
         key = sighting.key
         track = self._tracks.setdefault(key, _Track(workspace))
+        path = sighting.mailbox.request_path
         if sighting.stamp is None:
             self._settled.pop(key, None)
+            self._problems.clear(path)
+            track.bad_since = None
             if track.request_id:
                 old, track.request_id = track.request_id, None
                 await self._withdraw(old, GONE_REASON, key)
             return
-        path = sighting.mailbox.request_path
         if sighting.error is not None:
             error = sighting.error
             now = time.monotonic()
             if error.retryable:
-                if track.bad_stamp != sighting.stamp:
-                    track.bad_stamp, track.bad_since = sighting.stamp, now
-                if now - track.bad_since < self.config.settle_time.total_seconds():
+                # Measured from the first bad read, not the latest write: a file rewritten
+                # forever without ever parsing is reported after settle_time all the same.
+                if track.bad_since is None:
+                    track.bad_since = now
+                settle = self.config.settle_time.total_seconds()
+                if now - track.bad_since < settle:
                     self._settled[key] = None  # read it again, soon
                     assert self._loop is not None
                     self._loop.call_later(RETRY_DELAY_S, self._mark_workspace, workspace)
                     return
                 if sighting.request_in is None:
-                    self._report(path, f"{error.reason}, and stayed so for "
-                                       f"{self.config.settle_time.total_seconds():g} s; skipped until it changes")
+                    self._problems.report(path, f"{error.reason}, and stayed so for {settle:g} s; "
+                                                "skipped until it changes", error.kind)
             else:
-                self._report(path, f"{error.reason}; skipped until it changes")
+                self._problems.report(path, f"{error.reason}; skipped until it changes", error.kind)
             if sighting.request_in is None:
                 self._settled[key] = sighting.stamp
                 return
             log.info("delta: %s: %s; submitting without it", path, error.reason)
         assert sighting.request is not None and sighting.request_in is not None
         self._settled[key] = sighting.stamp
-        track.bad_stamp = None
-        self.problems.pop(path, None)
+        track.bad_since = None
+        self._problems.clear(path)
         request_id = sighting.request.request_id
         if request_id == track.request_id:
             return  # rewritten with the same request_id: already in the bridge
@@ -310,7 +353,7 @@ class DeltaSource:
         try:
             await self._sink.submit(sighting.request_in, source=self.name, source_ref=sighting.ref)
         except (ValueError, BridgeError) as exc:  # refused as it is: wait for the file to change
-            self._report(path, f"refused by the bridge: {exc}")
+            self._problems.report(path, f"refused by the bridge: {exc}", "refused")
         except Exception as exc:  # the store is unavailable: nothing is lost, try again soon
             log.warning("delta: %s: cannot store request %s yet (%s); retrying", path, request_id, exc)
             track.request_id = None
@@ -328,11 +371,6 @@ class DeltaSource:
         if withdrawn is not None and withdrawn.state is RequestState.cancelled:
             log.info("delta: %s: request %s withdrawn: %s", where, request_id, reason)
 
-    def _report(self, path: str, reason: str) -> None:
-        if self.problems.get(path) != reason:
-            log.warning("delta: %s: %s", path, reason)
-        self.problems[path] = reason
-
     async def _withdraw_vanished(self) -> None:
         """Requests left open by an earlier run of the daemon whose file went away meanwhile."""
         store = getattr(self._sink, "store", None)
@@ -345,12 +383,12 @@ class DeltaSource:
             for request in batch:
                 try:
                     mailbox = mailbox_from_ref(request.source_ref)
-                    current = await asyncio.to_thread(read_request, mailbox)
+                    current = await asyncio.wait_for(in_thread(read_request, mailbox), self.guard.stall_after_s)
                     still = current.request_id == request.external_id
                 except MailboxGone:
                     still = False
-                except (KeyError, ValueError, TypeError, MailboxError):
-                    still = True  # unreadable right now (being rewritten?): the scan decides
+                except (KeyError, ValueError, TypeError, MailboxError, TimeoutError):
+                    still = True  # unreadable right now (being rewritten? hung?): the scan decides
                 if not still and request.external_id:
                     await self._withdraw(request.external_id, GONE_REASON, str(request.source_ref.get("mailbox")))
             if len(batch) < 500:
@@ -360,20 +398,10 @@ class DeltaSource:
     async def _refresh_watcher(self, *, tidy: bool = False) -> None:
         """Bring the watched folders up to date (`tidy`: also fold new ones into the large
         notifier, which briefly holds the GIL; done on periodic rescans only)."""
-        if self._watcher is None or not (self._watch_stale or tidy):
+        if self._watcher is None or not (self._plan.stale or tidy):
             return
-        self._watch_stale = False
-        owner = self._owner
+        self._plan.stale = False
         before = self._watcher.paths
         update = self._watcher.tidy if tidy else self._watcher.replace
-        watched = await asyncio.to_thread(update, list(owner))
-        # Anything written in a newly watched folder before its watch existed: look again.
-        added = watched - before
-        again = {owner[d] for d in added if owner.get(d)}
-        if any(owner.get(d) is None for d in added):
-            self._roots_dirty = True
-        for owned in again:
-            if owned is not None:
-                self._dirty.add(owned)
-        if self._dirty or self._roots_dirty:
-            self._wake.set()
+        watched = await in_thread(update, self._plan.folders)
+        self._take(self._plan.newly_watched(watched - before))

@@ -6,10 +6,11 @@ from typing import Any
 
 from adapters.delta.layout import Layout, Mailbox
 from adapters.delta.mailbox import DeltaRequest
-from bridge.models import MAX_TEXT, Answer, Question, QuestionKind, RequestIn
+from bridge.models import MAX_TEXT, Answer, Question, QuestionKind, Request, RequestIn
 
 ENGINE = "delta"
 QUESTION_ID = "answer"
+REASON_FIELD = "{reason}"
 TITLE_MAX = 200
 TASK_MAX = 2000
 
@@ -94,6 +95,7 @@ def source_ref(mailbox: Mailbox, request: DeltaRequest, run_id: str | None) -> d
         "run_id": run_id,
         "metadata_path": mailbox.metadata_path,
         "request_id": request.request_id,
+        "root": mailbox.root,
     }
 
 
@@ -105,16 +107,24 @@ def mailbox_from_ref(ref: dict[str, Any]) -> Mailbox:
         layout=Layout(ref["layout"]),
         run_id=ref.get("run_id"),
         metadata_path=ref.get("metadata_path"),
+        root=ref.get("root"),
     )
 
 
-def response_text(answer: Answer) -> str:
-    """What goes into `response.txt`: the answer value (confirm → `yes`/`no`)."""
+def response_text(answer: Answer, request: Request | None = None, reason_line: str | None = None) -> str:
+    """What goes into `response.txt`: the answer value (confirm → `yes`/`no`), and for a
+    yes/no question a person answered with a reason, `reason_line` (`{reason}` filled in)
+    on the next line, so the agent's model learns why. Never for a secret."""
     value = answer.values.get(QUESTION_ID)
     if value is None and answer.values:
         value = next(iter(answer.values.values()))
     if isinstance(value, bool):
-        return "yes" if value else "no"
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else str(value)
+        value = "yes" if value else "no"
+    text = "" if value is None else value if isinstance(value, str) else str(value)
+    reason = (answer.reason or "").strip()
+    if not (reason and reason_line and request is not None) or answer.via == "timeout":
+        return text  # a route's timeout answer is written like a person's, bare
+    question = request.question(QUESTION_ID) or request.questions[0]
+    if question.kind is not QuestionKind.confirm or request.secret_question_ids:
+        return text
+    return f"{text}\n{reason_line.replace(REASON_FIELD, reason)}"

@@ -18,6 +18,7 @@ from typing import Any
 
 from adapters.delta.layout import Mailbox
 from adapters.delta.mailbox import MailboxError, MailboxGone, MovedOn, read_request, write_response
+from adapters.delta.offload import in_thread
 from adapters.delta.resume import EXIT_WAITING, ResumeResult, build_argv, run_resume
 from adapters.delta.translate import mailbox_from_ref, response_text
 from bridge.ports import DeliveryError, Outcome
@@ -35,8 +36,10 @@ class AnswerWriter:
     `wrote_before(request_id)` says whether an earlier attempt wrote that request's answer."""
 
     def __init__(self, name: str, resume_command: str | None, *, resume_shell: bool, resume_timeout_s: float,
-                 deliver_window_s: float, note: Note, wrote_before: WroteBefore) -> None:
+                 deliver_window_s: float, note: Note, wrote_before: WroteBefore,
+                 reason_line: str | None = None) -> None:
         self.name = name
+        self.reason_line = reason_line
         self.resume_command = resume_command
         self.resume_shell = resume_shell
         self.resume_timeout_s = resume_timeout_s
@@ -63,9 +66,9 @@ class AnswerWriter:
         except (KeyError, ValueError, TypeError):
             raise DeliveryError("the request has no Delta mailbox reference", permanent=True) from None
         request_id = str(request.source_ref.get("request_id") or request.external_id or "")
-        value = response_text(outcome.answer)
+        value = response_text(outcome.answer, request, self.reason_line)
         try:
-            path = await asyncio.to_thread(write_response, mailbox, request_id, value)
+            path = await in_thread(write_response, mailbox, request_id, value)
         except (MailboxGone, MovedOn) as exc:
             if await self._wrote_before(request.id):
                 # an earlier attempt (cut short by a stop) wrote this answer and the run took it
@@ -94,7 +97,7 @@ class AnswerWriter:
         assert self.resume_command is not None
         argv = build_argv(self.resume_command, workspace=mailbox.workspace, run_id=run_id,
                           shell=self.resume_shell)
-        if not await asyncio.to_thread(os.path.isdir, mailbox.workspace):
+        if not await in_thread(os.path.isdir, mailbox.workspace):
             raise DeliveryError(f"workspace {mailbox.workspace} is gone; cannot resume", permanent=True)
         running = asyncio.create_task(run_resume(
             argv, cwd=mailbox.workspace, timeout_s=self.resume_timeout_s, secrets=secrets,
@@ -126,7 +129,7 @@ class AnswerWriter:
         """Returns once the mailbox no longer holds `request_id` (the engine read the answer)."""
         while True:
             try:
-                current = await asyncio.to_thread(read_request, mailbox)
+                current = await in_thread(read_request, mailbox)
             except MailboxGone:
                 return
             except MailboxError:
@@ -156,7 +159,7 @@ class AnswerWriter:
             return
         if result.exit_code == EXIT_WAITING:
             try:
-                current = await asyncio.to_thread(read_request, mailbox)
+                current = await in_thread(read_request, mailbox)
             except MailboxError:
                 return  # the answer was taken; nothing new is asked here
             if current.request_id != request_id:

@@ -200,6 +200,9 @@ class LangGraphClient:
                                  status=status)
         try:
             return json.loads(raw)
+        except RecursionError:
+            raise LangGraphError(f"{method} {path}: HTTP {status} with JSON nested too deeply to read",
+                                 status=status) from None
         except ValueError:
             raise LangGraphError(f"{method} {path}: HTTP {status} with a body that is not JSON",
                                  status=status) from None
@@ -210,7 +213,7 @@ def _detail(raw: bytes) -> str:
         data = json.loads(raw)
         text = data.get("detail") if isinstance(data, dict) else None
         return str(text if text is not None else data)[:300]
-    except ValueError:
+    except (ValueError, RecursionError):  # str() of deep data recurses too
         return raw[:200].decode("utf-8", "replace")
 
 

@@ -37,6 +37,7 @@ _INBOX_ALLOW = (("allow_accept", APPROVE), ("allow_edit", EDIT),
 _HITL_LABEL = {"approve": APPROVE, "edit": EDIT, "reject": REJECT}
 MAX_ACTIONS_ONE_BY_ONE = 15  # 3 questions each stays under the model's 50 questions
 MAX_SHOWN_JSON = 4000
+TOO_DEEP = "[nested too deeply to show]"
 _PROMPT_KEYS = ("question", "prompt", "message", "text", "description", "title")
 
 
@@ -96,6 +97,7 @@ def _map_inbox(item: dict[str, Any], listed: bool) -> InterruptMapping:
     allowed = tuple(label for key, label in _INBOX_ALLOW if config.get(key) is True)
     if not allowed:  # nothing allowed makes no sense; let the person at least accept
         allowed = (APPROVE,)
+    kept, allowed = _editable(args, allowed)
     description = _text(item.get("description"))
     prompt = description or f"The graph wants to run `{action}`."
     shown_args = _json_block(args)
@@ -106,9 +108,8 @@ def _map_inbox(item: dict[str, Any], listed: bool) -> InterruptMapping:
             prompt="Your response (sent to the graph when you choose Respond)",
         ))
     if EDIT in allowed:
-        questions.append(_edit_question("args", f"Arguments for `{action}` (used with Edit)", args))
-    plan = ResumePlan(shape="inbox", listed=listed,
-                      actions=(ActionPlan(action, "args", _plain_json(args), allowed),))
+        questions.append(_edit_question("args", f"Arguments for `{action}` (used with Edit)", kept))
+    plan = ResumePlan(shape="inbox", listed=listed, actions=(ActionPlan(action, "args", kept, allowed),))
     return InterruptMapping(
         title=_title(description or f"Review `{action}`"),
         description=description,
@@ -125,6 +126,7 @@ def _map_hitl(value: dict[str, Any]) -> InterruptMapping:
     configs = configs if isinstance(configs, list) else []
     plans: list[ActionPlan] = []
     descriptions: list[str] = []
+    shown: list[Any] = []
     for index, raw in enumerate(raw_actions):
         name = _short(raw["name"], 200) or "action"
         config = _review_config_for(index, name, raw_actions, configs)
@@ -132,14 +134,16 @@ def _map_hitl(value: dict[str, Any]) -> InterruptMapping:
         decisions = decisions if isinstance(decisions, list) else ["approve", "edit", "reject"]
         allowed = tuple(_HITL_LABEL[d] for d in ("approve", "edit", "reject") if d in decisions)
         args_key = "arguments" if "arguments" in raw and "args" not in raw else "args"
-        plans.append(ActionPlan(name, args_key, _plain_json(raw.get(args_key)), allowed or (APPROVE,)))
+        kept, allowed = _editable(raw.get(args_key), allowed or (APPROVE,))
+        plans.append(ActionPlan(name, args_key, kept, allowed))
+        shown.append(raw.get(args_key))
         descriptions.append(_text(raw.get("description")) or _text(config.get("description")))
     batch = len(plans) > MAX_ACTIONS_ONE_BY_ONE
     questions: list[Question] = []
     if batch:
         common = tuple(label for label in (APPROVE, REJECT)
                        if all(label in p.allowed for p in plans)) or (APPROVE,)
-        listing = "\n".join(f"• `{p.name}` {_json_block(p.args, 300)}" for p in plans)
+        listing = "\n".join(f"• `{p.name}` {_json_block(args, 300)}" for p, args in zip(plans, shown, strict=True))
         questions.append(_decision_question(
             "decision", f"{len(plans)} tool calls wait for review (one decision for all):\n{listing}",
             common))
@@ -147,9 +151,9 @@ def _map_hitl(value: dict[str, Any]) -> InterruptMapping:
             questions.append(_reject_message_question("message"))
     else:
         single = len(plans) == 1
-        for index, (plan, text) in enumerate(zip(plans, descriptions, strict=True)):
+        for index, (plan, text, args) in enumerate(zip(plans, descriptions, shown, strict=True)):
             suffix = "" if single else f"_{index}"
-            prompt = f"{text or 'Tool call needs review'}\n\n`{plan.name}` {_json_block(plan.args)}"
+            prompt = f"{text or 'Tool call needs review'}\n\n`{plan.name}` {_json_block(args)}"
             questions.append(_decision_question(f"decision{suffix}", prompt, plan.allowed))
             if EDIT in plan.allowed:
                 questions.append(_edit_question(
@@ -214,6 +218,14 @@ def _decision_question(qid: str, prompt: str, allowed: tuple[str, ...]) -> Quest
     return Question(id=qid, kind=QuestionKind.choice, prompt=_clip(prompt), options=list(allowed))
 
 
+def _editable(args: Any, allowed: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+    """The arguments kept for an Edit, and the decisions offered. Arguments nested deeper
+    than a request may hold are shown, but cannot be edited (or kept) here."""
+    if _too_deep(args, -2):  # -2: the same 16 levels a question default may nest
+        return None, tuple(x for x in allowed if x != EDIT) or (APPROVE,)
+    return _plain_json(args), allowed
+
+
 def _edit_question(qid: str, prompt: str, args: Any) -> Question:
     default = args if isinstance(args, dict | list) else None
     return Question(id=qid, kind=QuestionKind.edit, prompt=prompt, required=False,
@@ -232,8 +244,10 @@ def safe_context_value(value: Any) -> Any:
     """The interrupt value as it may go into a request's context: plain JSON, not too deep
     and not too big; otherwise a truncated JSON string."""
     plain = _plain_json(value)
+    if _too_deep(plain):
+        return _json_block(plain)
     text = json.dumps(plain, ensure_ascii=False, default=str)
-    if len(text) > MAX_SHOWN_JSON * 4 or _too_deep(plain):
+    if len(text) > MAX_SHOWN_JSON * 4:
         return text[: MAX_SHOWN_JSON] + "…"
     return plain
 
@@ -252,14 +266,18 @@ def _plain_json(value: Any) -> Any:
     """A JSON round trip: drops anything that is not plain JSON (engines send JSON anyway)."""
     try:
         return json.loads(json.dumps(value, default=str))
-    except (TypeError, ValueError, RecursionError):
+    except RecursionError:  # str() would recurse just the same
+        return TOO_DEEP
+    except (TypeError, ValueError):
         return str(value)[:MAX_SHOWN_JSON]
 
 
 def _json_block(value: Any, limit: int = MAX_SHOWN_JSON) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, indent=1, default=str)
-    except (TypeError, ValueError, RecursionError):
+    except RecursionError:
+        text = TOO_DEEP
+    except (TypeError, ValueError):
         text = str(value)
     return text if len(text) <= limit else text[:limit] + "…"
 

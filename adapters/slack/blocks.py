@@ -48,8 +48,9 @@ def request_id_from_block(block_id: str) -> str | None:
 
 
 def fallback_text(request: Request) -> str:
-    """The notification text (shown in push notifications and screen readers)."""
-    return truncate(f"Input needed: {request.title}", 3000)
+    """The notification text (shown in push notifications and screen readers). Slack reads
+    it as mrkdwn too, so the engine's title is escaped like every other engine string."""
+    return truncate(f"Input needed: {escape(request.title)}", 3000)
 
 
 def message_metadata(request: Request, target: str) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from adapters.slack.modals import (
     read_submission,
     reject_modal,
 )
-from adapters.slack.text import clock, truncate
+from adapters.slack.text import clock, escape, truncate
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound, SelfApproval
 from bridge.models import InvalidAnswer, QuestionKind, Request, Responder
 
@@ -82,9 +82,9 @@ def refusal_text(exc: Exception) -> str:
         if exc.by == "timeout" and exc.at:
             return f"This request expired at {clock(exc.at)} (the timeout rule answered it)."
         if exc.by and exc.at:
-            return f"This request was already {state} by {exc.by} at {clock(exc.at)}."
+            return f"This request was already {state} by {escape(exc.by)} at {clock(exc.at)}."
         return f"This request was already {state}."
-    return truncate(f"Your answer was not accepted: {exc}", 500)
+    return truncate(f"Your answer was not accepted: {escape(str(exc))}", 500)  # names engine options
 
 
 class Interactions:

@@ -35,6 +35,7 @@ from bridge.store.base import Store
 log = logging.getLogger("hitl_bridge.teal")
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
 PATH_PART = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$"  # agent name / version: one safe path segment
+MAX_REPLY_BYTES = 16 * 1024 * 1024  # a resume reply larger than this is not read to its end
 
 
 class TealConfig(BaseModel):
@@ -228,7 +229,7 @@ class TealSource:
                 self._unclear(rid, "approve", "never confirmed an earlier approval attempt")
             self.unsettled.add(rid)
         try:
-            reply = await self.http.post(path, json=body, headers=headers)
+            status, raw = await self._post(path, body, headers)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing was sent
             self.unsettled.discard(rid)
             raise DeliveryError(f"Teal unreachable: {describe(exc)}") from None
@@ -237,23 +238,25 @@ class TealSource:
         except httpx.HTTPError as exc:
             self._unclear(rid, body["action"], f"broke off the resume call ({describe(exc)})")
         self.unsettled.discard(rid)
-        if reply.status_code >= 500:
+        if status >= 500:
             if rid in self.ambiguous:
                 # an earlier reject got no clear reply; Teal answers 500 once the task is no longer paused
                 self.ambiguous.discard(rid)
                 log.info("teal source %s: %s was resumed by an earlier attempt", self.name, rid)
                 return
             raise DeliveryError(
-                f"Teal answered HTTP {reply.status_code} to the resume call "
+                f"Teal answered HTTP {status} to the resume call "
                 "(it gives no detail: wrong owner, task not paused, or a server error)"
             )
-        if reply.status_code >= 400:
+        if status >= 400:
             raise DeliveryError(
-                f"Teal refused the resume call (HTTP {reply.status_code})",
-                permanent=reply.status_code not in (408, 429),
+                f"Teal refused the resume call (HTTP {status})",
+                permanent=status not in (408, 429),
             )
+        if raw is None:
+            self._unclear(rid, body["action"], f"answered the resume call with over {MAX_REPLY_BYTES} bytes")
         try:
-            pause = parse_pause(reply.json())
+            pause = parse_pause(json.loads(raw))
         except (ValueError, RecursionError, InvalidPause):
             self._unclear(rid, body["action"], "answered the resume call with something unreadable")
         self.ambiguous.discard(rid)
@@ -269,6 +272,17 @@ class TealSource:
                 log.exception(
                     "teal source %s: could not open a request for the next pause of task %s", self.name, pause.task_id
                 )
+
+    async def _post(self, path: str, body: dict[str, str], headers: dict[str, str]) -> tuple[int, bytes | None]:
+        """POST and read the reply: its status and body, or None for a body over the limit
+        (read no further: an endless reply must not fill the memory)."""
+        async with self.http.stream("POST", path, json=body, headers=headers) as reply:
+            raw = bytearray()
+            async for chunk in reply.aiter_bytes():
+                raw += chunk
+                if len(raw) > MAX_REPLY_BYTES:
+                    return reply.status_code, None
+            return reply.status_code, bytes(raw)
 
     def _unclear(self, rid: str, action: str, what: str) -> NoReturn:
         """The resume call may or may not have landed. A reject is safe to send again; an

@@ -17,10 +17,23 @@ from adapters.webhook.structured import StructuredRequestIn, is_structured, stru
 from bridge.http.app import COMPONENTS_KEY, component_schemas, describe_errors
 from bridge.http.auth import require_api_token, token_name
 from bridge.http.views import request_view
-from bridge.models import RequestIn, has_lone_surrogate
+from bridge.models import MAX_CONTEXT_DEPTH, RequestIn, has_lone_surrogate
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.registry import AdapterContext
 from bridge.service import BridgeService
+
+
+def parse_body(raw: bytes) -> Any:
+    """The JSON of a request body, or a 422 naming what is wrong with it. A body nested
+    deeper than the JSON parser goes gets the same 422 as any body nested too deeply:
+    nothing below recurses, whatever the depth (see `bridge.models._depth`)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise HTTPException(422, f"body: nested deeper than {MAX_CONTEXT_DEPTH} levels (the most "
+                                 "context and question defaults may nest)") from None
+    except ValueError:
+        raise HTTPException(422, "the body is not valid JSON (UTF-8)") from None
 
 
 class WebhookConfig(BaseModel):
@@ -124,10 +137,7 @@ class WebhookSource:
         )
         async def create_request(http: Request) -> JSONResponse:
             await require_api_token(http)
-            try:
-                body = json.loads(await http.body())
-            except (ValueError, RecursionError):
-                raise HTTPException(422, "the body is not valid JSON (UTF-8)") from None
+            body = parse_body(await http.body())
             if not isinstance(body, dict):
                 raise HTTPException(422, "the body must be a JSON object")
             if has_lone_surrogate(body):
@@ -139,8 +149,6 @@ class WebhookSource:
                     else RequestIn.model_validate(body)
             except ValidationError as exc:
                 raise HTTPException(422, describe_errors(exc.errors())) from None
-            except RecursionError:
-                raise HTTPException(422, "body nested too deeply") from None
             if native.callback is not None and not host_allowed(native.callback.url, source.allow):
                 raise HTTPException(422, "callback.url: host not allowed by http.callback_allow")
             caller = token_name(http.app.state.settings, http.headers.get("authorization"))

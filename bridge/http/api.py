@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from bridge.errors import BridgeError
 from bridge.http.auth import api_responder, require_api_token
 from bridge.http.views import event_view, outbox_view, post_view, request_view
-from bridge.models import RequestState
+from bridge.models import MAX_CONTEXT_DEPTH, RequestState
 from bridge.ports import source_problems
 from bridge.service import BridgeService
 
@@ -89,8 +91,26 @@ async def get_request(
     return view
 
 
-@router.post("/requests/{request_id}/answer", response_model=None)
-async def answer_request(request: Request, request_id: str, body: AnswerBody) -> dict[str, Any] | JSONResponse:
+async def answer_body(request: Request) -> AnswerBody:
+    """The answer body, parsed here rather than by FastAPI, whose parser answers 400 to JSON
+    nested deeper than Python's decoder goes: any depth gets the same 422 here."""
+    try:
+        raw = json.loads(await request.body())
+    except RecursionError:
+        raise HTTPException(422, f"values: nested deeper than {MAX_CONTEXT_DEPTH} levels") from None
+    except ValueError:
+        raise RequestValidationError([{"type": "json_invalid", "loc": ("body",),
+                                       "msg": "the body is not valid JSON (UTF-8)"}]) from None
+    try:
+        return AnswerBody.model_validate(raw)
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
+
+
+@router.post("/requests/{request_id}/answer", response_model=None, openapi_extra={"requestBody": {
+    "required": True, "content": {"application/json": {"schema": AnswerBody.model_json_schema()}}}})
+async def answer_request(request: Request, request_id: str) -> dict[str, Any] | JSONResponse:
+    body = await answer_body(request)
     service = service_of(request)
     current = await service.get(request_id)
     if current is None:

@@ -59,7 +59,7 @@ def test_edit_takes_json_object_and_refuses_garbage() -> None:
     assert question.validate_answer('{"replicas": 3}') == {"replicas": 3}
     with pytest.raises(InvalidAnswer, match="not valid JSON"):
         question.validate_answer("{nope")
-    with pytest.raises(InvalidAnswer, match="nested too deeply"):
+    with pytest.raises(InvalidAnswer, match="nested deeper than 16 levels"):
         question.validate_answer("[" * 50 + "]" * 50)
 
 

@@ -32,5 +32,5 @@ def test_relative_root_and_missing_workspace(tmp_path: Path) -> None:
     assert expand(["."], str(tmp_path)).workspaces == [str(tmp_path)]
     later = expand(["later"], str(tmp_path))
     assert later.workspaces == []
-    assert later.parents == [str(tmp_path)]  # watched, to see it appear
+    assert later.watch == [str(tmp_path)]  # watched, to see it appear
     assert expand([str(tmp_path / "nowhere" / "*")], "/").workspaces == []
