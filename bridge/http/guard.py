@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bridge.config import Settings
 from bridge.http.auth import SESSION_COOKIE, operator_allowed
-from bridge.http.hosts import HostPolicy, allowed_hosts
+from bridge.http.hosts import WILDCARD_LISTEN, HostPolicy, allowed_hosts
 from bridge.http.throttle import FailureThrottle, Occasional, client_key
 
 log = logging.getLogger("hitl_bridge.http")
@@ -64,6 +64,10 @@ class RequestGuard:
         self.app = app
         self.settings = settings
         self.hosts = HostPolicy(allowed_hosts(settings))
+        if settings.http.allowed_hosts is None and settings.http.host in WILDCARD_LISTEN \
+                and not settings.http.public_url:
+            log.warning("listening on all interfaces: requests must say Host %s; set http.public_url (or "
+                        "http.allowed_hosts) to the names clients use", self.hosts.describe())
         self.auth_failures = FailureThrottle(settings.http.max_auth_failures, AUTH_FAILURE_WINDOW_S)
         self._host_log = Occasional(log)
         self._auth_log = Occasional(log)

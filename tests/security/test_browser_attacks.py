@@ -93,7 +93,7 @@ async def test_probes_answer_any_host(bridge: Daemon, http: httpx.AsyncClient) -
     ("application/x-www-form-urlencoded", b"title=pwned&questions=x"),
     ("multipart/form-data; boundary=b",
      b'--b\r\nContent-Disposition: form-data; name="title"\r\n\r\npwned\r\n--b--\r\n'),
-])
+], ids=["text-plain", "urlencoded", "multipart"])
 async def test_cross_site_forms_cannot_create_requests(bridge: Daemon, http: httpx.AsyncClient, enctype: str,
                                                        body: bytes) -> None:
     before = await count(http)
