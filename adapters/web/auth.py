@@ -12,6 +12,7 @@ import hmac
 import json
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 
@@ -65,9 +66,10 @@ class InboxAuth:
         """Keep sessions in `store`, and end the ones of other credentials (a changed password
         or token list, or a restart without `session_secret`/`secrets.key`)."""
         self._sessions = Sessions(store, scope=self._sign("session-scope"))
+        live = {key for key, _ in await store.kv_items(NAMESPACE, now=datetime.now(UTC))}
         for key, row in await store.kv_items(NAMESPACE):
-            if row.get("scope") != self._sessions.scope:
-                await store.kv_delete(NAMESPACE, key)
+            if key not in live or row.get("scope") != self._sessions.scope:
+                await store.kv_delete(NAMESPACE, key)  # expired, or of other credentials
 
     # credentials --------------------------------------------------------------------------
     @property

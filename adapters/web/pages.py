@@ -73,6 +73,9 @@ class Inbox:
         async def guarded(request: Request) -> Response:
             viewer = await self.auth.viewer(request)
             if viewer is None:
+                if request.headers.get("authorization", "").lower().startswith("bearer "):
+                    # a script with a wrong token: 401, which the bridge's throttle counts
+                    return self._message(request, 401, "Wrong token", "That token opens nothing here.")
                 if api or post:
                     return self._message(request, 401, "Log in first", "Your session ended: log in again.")
                 return redirect("/inbox/login?" + urlencode({"next": request.url.path}))

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import resource
 import time
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -163,9 +164,10 @@ class AcceptErrorFilter(logging.Filter):
 
     MARKERS = ("socket.accept() out of system resource", "_accept_connection", "_start_serving")
 
-    def __init__(self, interval_s: float = 1.0) -> None:
+    def __init__(self, interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.interval_s = interval_s
+        self._clock = clock
         self._last = float("-inf")
         self._held = 0
 
@@ -173,7 +175,7 @@ class AcceptErrorFilter(logging.Filter):
         message = str(record.msg)
         if not any(marker in message for marker in self.MARKERS):
             return True
-        now = time.monotonic()
+        now = self._clock()
         if now - self._last < self.interval_s:
             self._held += 1
             return False

@@ -113,6 +113,8 @@ class RequestGuard:
         if path in DOCS_PATHS or (path == "/metrics" and not self.settings.http.metrics_public):
             refused = await self._operator_refusal(scope, headers)
             if refused is not None:
+                if presents_credentials:
+                    self.auth_failures.fail(key)  # a wrong token here counts like anywhere else
                 await refused(send)
                 return
 

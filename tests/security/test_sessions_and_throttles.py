@@ -70,9 +70,9 @@ async def test_wrong_bearer_tokens_are_throttled_per_address(tmp_path: Path) -> 
     async with running_bridge(tmp_path, config) as bridge, \
             httpx.AsyncClient(base_url=bridge.base_url) as http:
         guesser = from_address("203.0.113.9")
-        for n in range(5):
-            wrong = await http.get("/v1/requests", headers={**guesser, "Authorization": f"Bearer guess-{n:020d}"})
-            assert wrong.status_code == 401
+        for n, path in enumerate(["/v1/requests", "/inbox", "/metrics", "/v1/requests", "/inbox/live"]):
+            wrong = await http.get(path, headers={**guesser, "Authorization": f"Bearer guess-{n:020d}"})
+            assert wrong.status_code == 401, path  # every wrong token counts, wherever it is tried
         for path in ("/v1/requests", "/inbox"):  # every route that reads a bearer token
             blocked = await http.get(path, headers={**guesser, "Authorization": f"Bearer {API_TOKEN}"})
             assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) >= 1

@@ -101,7 +101,7 @@ async def test_bearer_token_works_without_cookies_or_csrf(tmp_path: Path) -> Non
     async with running_bridge(tmp_path, LOCKED) as bridge:
         rid = await create(bridge, CONFIRM)
         async with httpx.AsyncClient(base_url=bridge.base_url) as client:
-            assert (await client.get("/inbox", headers={"Authorization": "Bearer nope"})).status_code == 303
+            assert (await client.get("/inbox", headers={"Authorization": "Bearer nope"})).status_code == 401
             auth = {"Authorization": f"Bearer {TOKEN}"}
             assert (await client.get("/inbox", headers=auth)).status_code == 200
             response = await client.post(f"/inbox/r/{rid}/answer", data={"q.ok": "yes"}, headers=auth)
