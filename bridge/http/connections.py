@@ -1,9 +1,10 @@
 """Connections that cannot starve the daemon: a whole request must arrive within
 `http.read_timeout`, at most `http.max_connections` are open (kept below the open-file
 limit, so `accept()` never runs out of descriptors), and when the limit is reached the
-oldest connection that is not being answered (still sending, or idle) makes room for the
-new one. A flood of half-sent or slowloris connections therefore costs the attacker
-sockets, not the daemon its probes and answers.
+oldest connection that is not being answered (one still sending its headers first, else
+one idle or still sending its body) makes room for the new one. A flood of half-sent or
+slowloris connections therefore costs the attacker sockets, not the daemon its probes and
+answers.
 
 uvicorn has no read timeout for a request and counts its concurrency limit only once a
 request is complete, so this is its httptools protocol with those two things added.
@@ -72,7 +73,9 @@ class ConnectionGuard:
 
     def admit(self, connection: GuardedProtocol) -> bool:
         if len(self.open) >= self.max_connections:
-            victim = next((c for c in self.open if not c.answering), None)
+            # first a connection that has not even sent its headers, else any that is not answered
+            victim = next((c for c in self.open if c.waiting_for_headers), None) or \
+                next((c for c in self.open if not c.answering), None)
             if victim is None:
                 self.refused += 1
                 self._full_log.warning("refused a connection: all %d connections are being answered "
@@ -99,6 +102,10 @@ class GuardedProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._read_deadline: asyncio.TimerHandle | None = None
         self._reading = False
+
+    @property
+    def waiting_for_headers(self) -> bool:
+        return self._reading and (self.cycle is None or self.cycle.response_complete)
 
     @property
     def answering(self) -> bool:

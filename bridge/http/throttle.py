@@ -96,6 +96,6 @@ class Occasional:
             self._held += 1
             return False
         held, self._held, self._last = self._held, 0, now
-        suffix = f" ({held} more like it in the last {self.interval_s:.0f}s)" if held else ""
+        suffix = f" ({held} more like it since the last report)" if held else ""
         self.logger.warning(message + suffix, *args)
         return True
