@@ -32,21 +32,26 @@ class Sessions:
         self.store = store
         self.scope = scope
 
-    async def start(self, identity: str, ttl_s: int) -> str:
-        """A new session for `identity`; returns the cookie value."""
+    async def start(self, identity: str, ttl_s: int, **about: str) -> str:
+        """A new session for `identity` (with small facts `about` it, read back by `read`);
+        returns the cookie value."""
         cookie = PREFIX + secrets.token_urlsafe(32)
         expires = datetime.now(UTC) + timedelta(seconds=ttl_s)
-        await self.store.kv_put(NAMESPACE, _key(cookie) or "", {"u": identity, "scope": self.scope},
+        await self.store.kv_put(NAMESPACE, _key(cookie) or "", {**about, "u": identity, "scope": self.scope},
                                 expires_at=expires)
         return cookie
 
+    async def read(self, cookie: str | None) -> dict[str, object] | None:
+        """The live session of this scope (`u`: the identity, and what `start` was told)."""
+        row = await session_row(self.store, cookie)
+        if row is None or row.get("scope") != self.scope or not isinstance(row.get("u"), str):
+            return None
+        return row
+
     async def identity(self, cookie: str | None) -> str | None:
         """Who the live session of this scope belongs to; None for anything else."""
-        row = await session_row(self.store, cookie)
-        if row is None or row.get("scope") != self.scope:
-            return None
-        identity = row.get("u")
-        return identity if isinstance(identity, str) else None
+        row = await self.read(cookie)
+        return str(row["u"]) if row is not None else None
 
     async def end(self, cookie: str | None) -> bool:
         key = _key(cookie or "")
