@@ -6,6 +6,7 @@ value read as YAML), e.g. `HITL_BRIDGE__HTTP__LISTEN=0.0.0.0:8787`.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from datetime import timedelta
@@ -71,8 +72,22 @@ class HttpSettings(_Strict):
     #: name -> token (or {token, act_for_others}); a plain list names them api, api-2, ...
     api_tokens: dict[str, ApiToken] = Field(default_factory=dict)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
-    callback_allow: list[str] = Field(default_factory=list)  # host globs; empty: any host
+    callback_allow: list[str] = Field(default_factory=list)  # host globs; empty: any public host
+    #: callbacks may reach loopback, private, link-local addresses (always so on a loopback-only
+    #: daemon; a host named in callback_allow may too)
+    callback_allow_private: bool = False
     public_url: str | None = None  # how people reach this bridge (links in messages)
+    #: Host names the bridge answers to; None: the listen address, localhost, 127.0.0.1, ::1 and
+    #: the hosts of public_url / telegram.webhook_url; "*.example.com" for subdomains; "*": any
+    allowed_hosts: list[str] | None = None
+    metrics_public: bool = False  # /metrics without a token even when api_tokens are set
+    #: wrong credentials (answers 401) from one client address per minute before it gets 429
+    max_auth_failures: int = Field(default=20, ge=1, le=100_000)
+    #: time a client has to send a whole request (headers and body) once it connects
+    read_timeout: Duration = timedelta(seconds=15)
+    keep_alive_timeout: Duration = timedelta(seconds=5)  # an idle connection is closed after it
+    #: open connections at once; None: three quarters of the open-file limit (ulimit -n)
+    max_connections: int | None = Field(default=None, ge=4, le=1_000_000)
 
     @field_validator("api_tokens", mode="before")
     @classmethod
@@ -110,6 +125,29 @@ class HttpSettings(_Strict):
     def first_token(self) -> str | None:
         """A token for the daemon's own clients (the CLI, the demo)."""
         return next(iter(self.api_tokens.values())).token if self.api_tokens else None
+
+    @field_validator("read_timeout", "keep_alive_timeout")
+    @classmethod
+    def _positive_seconds(cls, value: timedelta) -> timedelta:
+        if not timedelta(seconds=1) <= value <= timedelta(hours=1):
+            raise ValueError("use between 1s and 1h")
+        return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, names: list[str] | None) -> list[str] | None:
+        for name in names or []:
+            bare = name.strip().strip("[]")
+            if not bare or len(bare) > 253 or any(c in bare for c in "/@ \t?#") or \
+                    ("*" in bare and bare != "*" and not (bare.startswith("*.") and "*" not in bare[2:])):
+                raise ValueError(f"{name[:60]!r}: use a host name or address without port or scheme, "
+                                 "'*.example.com' for its subdomains, or '*' for any")
+            if ":" in bare:
+                try:
+                    ipaddress.IPv6Address(bare)
+                except ValueError:
+                    raise ValueError(f"{name[:60]!r}: no port (the bridge answers the name on any port)") from None
+        return names
 
     @field_validator("listen")
     @classmethod

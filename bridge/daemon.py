@@ -17,6 +17,13 @@ from bridge.config import EMBEDDED, Settings
 from bridge.crypto import SecretBox
 from bridge.errors import ConfigError
 from bridge.http.app import create_app
+from bridge.http.connections import (
+    ConnectionGuard,
+    connection_limit,
+    listen_backlog,
+    protocol_class,
+    quiet_accept_errors,
+)
 from bridge.outbox import Outbox
 from bridge.ports import Channel, Clock, Source
 from bridge.preflight import check_targets, switched_off
@@ -152,11 +159,18 @@ class Daemon:
                 "sources": [s.name for s in self.sources], "checks": [c.as_dict() for c in checks]}
 
     async def _serve(self) -> None:
+        http = self.settings.http
+        quiet_accept_errors()
+        self.connections = ConnectionGuard(connection_limit(http.max_connections),
+                                           http.read_timeout.total_seconds())
         config = uvicorn.Config(
-            self.app, host=self.settings.http.host, port=self.settings.http.port,
+            self.app, host=http.host, port=http.port,
             log_level="warning", log_config=None,  # uvicorn's lines go through our handler (JSON too)
             lifespan="off", access_log=False, server_header=False,
             timeout_graceful_shutdown=5,
+            http=protocol_class(self.connections),  # read deadline + connection limit
+            timeout_keep_alive=max(1, round(http.keep_alive_timeout.total_seconds())),
+            backlog=listen_backlog(),
         )
         self.server = _Server(config)
         task = asyncio.create_task(self._serve_guarded(self.server), name="http")

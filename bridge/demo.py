@@ -97,8 +97,8 @@ def demo_settings(settings: Settings, listen: str | None) -> Settings:
     if not any(s.get("type") == "webhook" for s in demo.sources):
         demo.sources.append({"type": "webhook"})
     demo.web = {**(demo.web or {}), "enabled": True}
-    if demo.http.callback_allow:
-        demo.http.callback_allow.append("127.0.0.1")
+    if demo.http.callback_allow or not demo.http.loopback_only:  # its receiver is on 127.0.0.1
+        demo.http.callback_allow = [*(demo.http.callback_allow or ["*"]), "127.0.0.1"]
     demo.routes = [Route.model_validate(r) for r in DEMO_ROUTES] + list(demo.routes)
     demo.origin = settings.origin
     return demo

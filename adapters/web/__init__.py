@@ -41,6 +41,7 @@ class WebChannel:
 
     async def start(self, bridge: BridgeAPI) -> None:
         self.bridge = bridge
+        await self.auth.attach(bridge.store)  # sessions live in the store
 
     async def stop(self) -> None:
         return None

@@ -1,32 +1,33 @@
-"""Who is looking at the inbox: open on loopback, else a login (password or token) kept in a
-signed HttpOnly session cookie; every form carries a CSRF token bound to a per-browser cookie.
-
-Cookies are signed with HMAC-SHA256 (stdlib); nothing secret is stored in them, and a
-session secret never leaves the process.
+"""Who is looking at the inbox: open on loopback, else a login (password or token) kept as a
+session in the store (`bridge.http.sessions`: the HttpOnly cookie holds only a random id,
+so logging out ends it on every replica); every form carries a CSRF token bound to a
+per-browser cookie. Failed logins are throttled per client address and per account name
+(in this process).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import json
 import secrets
-import time
-from collections import defaultdict, deque
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from starlette.requests import Request
 
 from adapters.web.settings import WebConfig
+from bridge.crypto import derive_key
+from bridge.http.sessions import NAMESPACE, SESSION_COOKIE, Sessions
+from bridge.http.throttle import FailureThrottle, client_key
 from bridge.people import LOCAL, SHARED_PASSWORD
+from bridge.store.base import Store
 
-SESSION_COOKIE = "hitl_session"
 CSRF_COOKIE = "hitl_csrf"
 COOKIE_PATH = "/inbox"
+SESSION_PATH = "/"  # the session also opens /docs and /openapi.json (bridge.http.auth)
 LOCAL_IDENTITY = LOCAL
 _FAILURE_WINDOW_S = 300.0
-_MAX_TRACKED_CLIENTS = 10_000
 
 
 class LoginRefused(Exception):
@@ -75,7 +76,17 @@ class InboxAuth:
         self.ttl_s = config.session_ttl_s
         self.max_failures = config.max_login_failures
         self._key = _signing_key(config, base_secret, self.password, self.tokens, self.api_tokens)
-        self._failures: dict[str, deque[float]] = defaultdict(deque)
+        self._failures = FailureThrottle(config.max_login_failures, _FAILURE_WINDOW_S)
+        self._sessions: Sessions | None = None
+
+    async def attach(self, store: Store) -> None:
+        """Keep sessions in `store`, and end the ones of other credentials (a changed password
+        or token list, or a restart without `session_secret`/`secrets.key`)."""
+        self._sessions = Sessions(store, scope=self._sign("session-scope"))
+        live = {key for key, _ in await store.kv_items(NAMESPACE, now=datetime.now(UTC))}
+        for key, row in await store.kv_items(NAMESPACE):
+            if key not in live or row.get("scope") != self._sessions.scope:
+                await store.kv_delete(NAMESPACE, key)  # expired, or of other credentials
 
     # credentials --------------------------------------------------------------------------
     @property
@@ -83,17 +94,24 @@ class InboxAuth:
         return self.password is not None
 
     def check_login(self, client: str, name: str, secret: str) -> Viewer:
-        """Return who logs in with a correct token, or the password (with a name); else raise."""
-        self._throttle(client)
+        """Who logs in with a correct token, or the password (with a name); else raise.
+        Too many failures from the client's address, or for the name, refuse even a right one."""
+        keys = ["address:" + client_key(client)] + (["name:" + name.casefold()] if name else [])
+        for key in keys:
+            if self._failures.blocked(key):
+                what = "this address" if key.startswith("address:") else "this name"
+                raise LoginRefused(f"too many failed logins from {what}; wait a few minutes", status=429)
         viewer = self.token_viewer(secret, "session")
         if viewer is None and self.password is not None and _equal(secret, self.password):
             if not name:
                 raise LoginRefused("enter your name (it is shown with your answers)", status=400)
             viewer = Viewer(SHARED_PASSWORD, "session", name=name)
         if viewer is None:
-            self._record_failure(client)
+            for key in keys:
+                self._failures.fail(key)
             raise LoginRefused("wrong password or token")
-        self._failures.pop(client, None)
+        for key in keys:
+            self._failures.forget(key)
         return viewer
 
     def token_viewer(self, given: str, how: str) -> Viewer | None:
@@ -106,62 +124,39 @@ class InboxAuth:
                     found = Viewer(name, how, name=name, platform=platform)
         return found
 
-    def _record_failure(self, client: str) -> None:
-        if len(self._failures) >= _MAX_TRACKED_CLIENTS:  # many addresses: forget the stale ones
-            cutoff = time.monotonic() - _FAILURE_WINDOW_S
-            for stale in [c for c, f in self._failures.items() if not f or f[-1] < cutoff]:
-                del self._failures[stale]
-            if len(self._failures) >= _MAX_TRACKED_CLIENTS:
-                self._failures.clear()
-        self._failures[client].append(time.monotonic())
-
-    def _throttle(self, client: str) -> None:
-        failures = self._failures[client]
-        cutoff = time.monotonic() - _FAILURE_WINDOW_S
-        while failures and failures[0] < cutoff:
-            failures.popleft()
-        if len(failures) >= self.max_failures:
-            raise LoginRefused("too many failed logins from this address; wait a few minutes", status=429)
-        if not failures:
-            self._failures.pop(client, None)
-
     # sessions -----------------------------------------------------------------------------
-    def new_session(self, viewer: Viewer) -> str:
-        payload = {"u": viewer.identity, "p": viewer.platform, "d": viewer.name,
-                   "exp": int(time.time()) + self.ttl_s, "n": secrets.token_urlsafe(8)}
-        body = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode().rstrip("=")
-        return f"v1.{body}.{self._sign('session:' + body)}"
+    def _store_sessions(self) -> Sessions:
+        if self._sessions is None:
+            raise RuntimeError("the inbox is not started (InboxAuth.attach)")
+        return self._sessions
 
-    def read_session(self, cookie: str | None) -> Viewer | None:
-        """Who a valid, unexpired session cookie belongs to; None for anything else."""
-        if not cookie or len(cookie) > 4096:
+    async def new_session(self, viewer: Viewer) -> str:
+        """Start a session; returns the cookie value (a random id, nothing else)."""
+        return await self._store_sessions().start(viewer.identity, self.ttl_s, p=viewer.platform, d=viewer.name)
+
+    async def read_session(self, cookie: str | None) -> Viewer | None:
+        """Who a live session of these credentials belongs to; None for anything else."""
+        if not cookie or self._sessions is None:
             return None
-        parts = cookie.split(".")
-        if len(parts) != 3 or parts[0] != "v1":
+        row = await self._sessions.read(cookie)
+        if row is None:
             return None
-        _, body, signature = parts
-        if not hmac.compare_digest(signature, self._sign("session:" + body)):
-            return None
-        try:
-            payload = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
-        except (ValueError, TypeError):
-            return None
-        if not isinstance(payload, dict) or not isinstance(payload.get("u"), str):
-            return None
-        exp = payload.get("exp")
-        if not isinstance(exp, int) or exp < time.time():
-            return None
-        platform, name = payload.get("p", "web"), payload.get("d", "")
+        identity, platform, name = str(row["u"]), row.get("p", "web"), row.get("d", "")
         if platform not in ("web", "api") or not isinstance(name, str):
             return None
-        return Viewer(payload["u"], "session", name=name or payload["u"], platform=platform)
+        return Viewer(identity, "session", name=name or identity, platform=str(platform))
 
-    def viewer(self, request: Request) -> Viewer | None:
+    async def end_session(self, cookie: str | None) -> None:
+        """Log out: the session is gone from the store, so this cookie (or a copy) is dead."""
+        if cookie and self._sessions is not None:
+            await self._sessions.end(cookie)
+
+    async def viewer(self, request: Request) -> Viewer | None:
         """Who sent `request`, or None when a login is needed."""
         header = request.headers.get("authorization", "")
         if header.lower().startswith("bearer "):
             return self.token_viewer(header[7:].strip(), "bearer")
-        session = self.read_session(request.cookies.get(SESSION_COOKIE))
+        session = await self.read_session(request.cookies.get(SESSION_COOKIE))
         if session is not None:
             return session
         if self.open:
@@ -209,11 +204,13 @@ def _equal(given: str, expected: str) -> bool:
 
 def _signing_key(config: WebConfig, base_secret: str | None, password: str | None,
                  tokens: dict[str, str], api_tokens: dict[str, str]) -> bytes:
-    """Per config: changing the password or a token ends every session."""
+    """Per config: changing the password or a token ends every session. The base goes
+    through scrypt: CSRF tokens are visible to anyone who loads a page, and must not let
+    them test guesses of `secrets.key` offline at the speed of SHA-256."""
     if config.session_secret is not None:
-        base = config.session_secret.get_secret_value().encode()
+        base = derive_key(config.session_secret.get_secret_value(), b"hitl-bridge web session secret")
     elif base_secret:
-        base = hashlib.sha256(b"hitl-bridge web session\0" + base_secret.encode()).digest()
+        base = derive_key(base_secret, b"hitl-bridge web session")
     else:
         base = secrets.token_bytes(32)  # sessions end when the daemon restarts
     credentials = json.dumps([password, sorted(tokens.items()), sorted(api_tokens.items())]).encode()

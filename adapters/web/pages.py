@@ -15,9 +15,16 @@ from starlette.staticfiles import StaticFiles
 
 from adapters.web import views
 from adapters.web.answers import parse_answer
-from adapters.web.auth import SESSION_COOKIE, InboxAuth, LoginRefused, Viewer
+from adapters.web.auth import (
+    COOKIE_PATH,
+    SESSION_COOKIE,
+    SESSION_PATH,
+    InboxAuth,
+    LoginRefused,
+    Viewer,
+)
 from adapters.web.links import LinkPages
-from adapters.web.render import STATIC, Renderer, browser_id, is_secure, read_form, redirect, set_cookie
+from adapters.web.render import STATIC, Renderer, browser_id, is_secure, read_form, redirect
 from adapters.web.settings import NAME_PATTERN, WebConfig
 from bridge.errors import BridgeError
 from bridge.models import Request as BridgeRequest
@@ -28,6 +35,7 @@ from bridge.timing_view import timing_notes
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 FILTER_RE = re.compile(r"^[A-Za-z0-9_.:\[\] -]{1,100}$")
+OPERATOR_PAGES = ("/docs", "/openapi.json", "/metrics", "/redoc")  # opened by an inbox session too
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -62,8 +70,11 @@ class Inbox:
         """Log in first (401 for live fragments, a redirect for pages); CSRF on every POST."""
 
         async def guarded(request: Request) -> Response:
-            viewer = self.auth.viewer(request)
+            viewer = await self.auth.viewer(request)
             if viewer is None:
+                if request.headers.get("authorization", "").lower().startswith("bearer "):
+                    # a script with a wrong token: 401, which the bridge's throttle counts
+                    return self._message(request, 401, "Wrong token", "That token opens nothing here.")
                 if api or post:
                     return self._message(request, 401, "Log in first", "Your session ended: log in again.")
                 return redirect("/inbox/login?" + urlencode({"next": request.url.path}))
@@ -235,13 +246,15 @@ class Inbox:
     # login --------------------------------------------------------------------------------
     @staticmethod
     def _next(value: str | None) -> str:
-        """Only a local inbox path: never an open redirect."""
+        """Only a local inbox path or an operator page: never an open redirect."""
         if value and re.fullmatch(r"/inbox(/[A-Za-z0-9_.:/-]*)?", value) and "//" not in value:
+            return value
+        if value in OPERATOR_PAGES:
             return value
         return "/inbox"
 
     async def login_page(self, request: Request) -> Response:
-        if self.auth.viewer(request) is not None:
+        if await self.auth.viewer(request) is not None:
             return redirect(self._next(request.query_params.get("next")))
         return self._page(request, "login.html", next=self._next(request.query_params.get("next")),
                           error="", name="", accepts_password=self.auth.accepts_password)
@@ -272,16 +285,20 @@ class Inbox:
         except LoginRefused as exc:
             return refuse(exc.status, str(exc))
         response = redirect(target)
-        set_cookie(response, SESSION_COOKIE, self.auth.new_session(viewer), secure=is_secure(request),
-                   max_age=self.auth.ttl_s)
+        cookie = await self.auth.new_session(viewer)
+        response.delete_cookie(SESSION_COOKIE, path=COOKIE_PATH)  # one from before sessions moved to "/"
+        response.set_cookie(SESSION_COOKIE, cookie, max_age=self.auth.ttl_s, path=SESSION_PATH, httponly=True,
+                            samesite="strict", secure=is_secure(request))
         return response
 
     async def logout(self, request: Request) -> Response:
         form = await self._form(request)
         if not self.auth.csrf_ok(request, None, _first(form or {}, "csrf")):
             return self._message(request, 403, "Refused", "This form is stale. Reload the page and try again.")
+        await self.auth.end_session(request.cookies.get(SESSION_COOKIE))  # a copied cookie dies too
         response = redirect("/inbox/login" if not self.auth.open else "/inbox")
-        response.delete_cookie(SESSION_COOKIE, path="/inbox", httponly=True, samesite="strict")
+        for path in (SESSION_PATH, COOKIE_PATH):
+            response.delete_cookie(SESSION_COOKIE, path=path, httponly=True, samesite="strict")
         return response
 
 

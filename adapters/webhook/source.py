@@ -12,7 +12,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import BaseRoute
 
-from adapters.webhook.callback import host_allowed, signed_request
+from adapters.webhook.callback import signed_request
+from adapters.webhook.egress import CallbackPolicy, CallbackRefused, GuardedTransport
 from adapters.webhook.structured import StructuredRequestIn, is_structured, structured_answer, to_native
 from bridge.http.app import COMPONENTS_KEY, component_schemas, describe_errors
 from bridge.http.auth import require_api_token, token_name
@@ -68,7 +69,10 @@ class WebhookSource:
     def __init__(self, config: WebhookConfig, ctx: AdapterContext) -> None:
         self.name = config.name
         self.config = config
-        self.allow = ctx.settings.http.callback_allow
+        http = ctx.settings.http
+        # a loopback-only bridge is asked only by local processes, which reach the inside anyway
+        self.policy = CallbackPolicy(http.callback_allow, allow_private=http.callback_allow_private
+                                     or http.loopback_only)
         self._client: httpx.AsyncClient | None = None
 
     async def run(self, sink: RequestSink) -> None:
@@ -76,7 +80,8 @@ class WebhookSource:
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.config.timeout_s, follow_redirects=False)
+            self._client = httpx.AsyncClient(timeout=self.config.timeout_s, follow_redirects=False,
+                                             transport=GuardedTransport(self.policy), trust_env=False)
         return self._client
 
     async def close(self) -> None:
@@ -88,14 +93,17 @@ class WebhookSource:
         callback = request.callback
         if callback is None:
             return  # the caller polls GET /v1/requests/{id}?wait=
-        if not host_allowed(callback.url, self.allow):
-            raise DeliveryError(f"callback host not in http.callback_allow: {callback.url}", permanent=True)
+        refusal = self.policy.refusal(callback.url)
+        if refusal is not None:
+            raise DeliveryError(f"callback {callback.url} refused: {refusal}", permanent=True)
         values = outcome.answer.values if outcome.answer else None
         payload = structured_answer(request, values, outcome.state) if request.format == "structured" \
             else native_answer(outcome)
         body, headers = signed_request(callback.secret, payload, request.id, outcome.state)
         try:
             response = await self.client().post(callback.url, content=body, headers=headers)
+        except CallbackRefused as exc:  # checked on the resolved address: nothing was sent
+            raise DeliveryError(f"callback {callback.url} refused: {exc}", permanent=True) from None
         except httpx.HTTPError as exc:
             raise DeliveryError(f"callback {callback.url}: {type(exc).__name__}: {exc}") from None
         if response.status_code == 410:
@@ -149,8 +157,9 @@ class WebhookSource:
                     else RequestIn.model_validate(body)
             except ValidationError as exc:
                 raise HTTPException(422, describe_errors(exc.errors())) from None
-            if native.callback is not None and not host_allowed(native.callback.url, source.allow):
-                raise HTTPException(422, "callback.url: host not allowed by http.callback_allow")
+            refusal = source.policy.refusal(native.callback.url) if native.callback is not None else None
+            if refusal is not None:
+                raise HTTPException(422, f"callback.url: {refusal}")
             caller = token_name(http.app.state.settings, http.headers.get("authorization"))
             request, created = await service.submit(
                 native, source=source.name, format="structured" if structured else "native",

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute
 
 from bridge.config import Settings
 from bridge.http import api
+from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
 from bridge.service import BridgeService
 
@@ -66,6 +67,7 @@ def create_app(
     app.state.metrics = metrics
     app.include_router(api.router)
     app.router.routes.extend(extra_routes)
+    app.add_middleware(RequestGuard, settings=settings)  # Host, cross-site writes, throttles, docs
 
     build_openapi = app.openapi
 

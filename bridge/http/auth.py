@@ -1,5 +1,6 @@
 """Bearer tokens for /v1: required whenever any are configured (and they must be before the
-daemon listens beyond loopback)."""
+daemon listens beyond loopback). The operator pages (/docs, /openapi.json, /metrics) follow
+the same tokens, and also open for a live web inbox session."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import hmac
 from fastapi import HTTPException, Request, status
 
 from bridge.config import Settings
+from bridge.http.sessions import SESSION_COOKIE, session_row
 from bridge.models import Responder
 from bridge.people import LOCAL, People, PeopleError, normalize_handle
+from bridge.store.base import Store
 
 
 def token_name(settings: Settings, header: str | None) -> str | None:
@@ -71,3 +74,19 @@ def api_responder(settings: Settings, people: People, header: str | None, claime
         return Responder(platform="api", user_id=claimed, name=claimed)
     platform, _, ident = handle.partition(":")
     return Responder(platform=platform, user_id=ident, name=ident)
+
+
+async def operator_allowed(settings: Settings, store: Store, authorization: str | None,
+                           session_cookie: str | None) -> bool:
+    """May this caller read the operator pages? Yes with no tokens configured (like /v1),
+    with one of `http.api_tokens`, or with a live web inbox session (a browser has no way
+    to send a bearer token to /docs)."""
+    if not settings.http.api_tokens or token_name(settings, authorization) is not None:
+        return True
+    if session_cookie is None:
+        return False
+    return await session_row(store, session_cookie) is not None
+
+
+__all__ = ["SESSION_COOKIE", "api_responder", "caller_name", "operator_allowed", "require_api_token", "token_name",
+           "token_ok"]

@@ -58,7 +58,7 @@ async def test_teal_intake_refuses_bad_labels_and_deep_json(tmp_path: Path, teal
         r = await http.post("/v1/sources/teal/pauses", json={**base, "labels": {f"k{i}": "v" for i in range(60)}})
         assert r.status_code == 422 and "labels" in r.json()["detail"]
         deep = b'{"a":' * 50_000 + b"1" + b"}" * 50_000
-        r = await http.post("/v1/sources/teal/pauses", content=deep)
+        r = await http.post("/v1/sources/teal/pauses", content=deep, headers={"content-type": "application/json"})
         assert r.status_code == 400
         r = await http.post("/v1/sources/teal/pauses", json=[1, 2])
         assert r.status_code == 422

@@ -25,7 +25,8 @@ async def intake(bridge: Daemon, body: Any, token: str | None = None, raw: bytes
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(base_url=bridge.base_url) as http:
         if raw is not None:
-            return await http.post("/v1/sources/teal/pauses", content=raw, headers=headers)
+            return await http.post("/v1/sources/teal/pauses", content=raw,
+                                   headers={**headers, "content-type": "application/json"})
         return await http.post("/v1/sources/teal/pauses", json=body, headers=headers)
 
 

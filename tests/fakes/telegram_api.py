@@ -164,6 +164,9 @@ class FakeTelegram:
     webhook_url: str = ""
     webhook_secret: str = ""
     webhook_statuses: list[int] = field(default_factory=list)
+    #: "host:port" the webhook URL's name resolves to (a public name pointing at this machine);
+    #: the update still carries the URL's own Host header, as Telegram's would
+    webhook_resolves_to: str = ""
     conflicts: int = 0  # getUpdates calls ended by a newer one (two bot instances polling)
 
     def __post_init__(self) -> None:
@@ -281,7 +284,12 @@ class FakeTelegram:
                 self._webhook_client = httpx.AsyncClient(timeout=10)
             headers = {"X-Telegram-Bot-Api-Secret-Token": self.webhook_secret} if self.webhook_secret else {}
             self.delivered_at.setdefault(update["update_id"], time.monotonic())
-            resp = await self._webhook_client.post(self.webhook_url, json=update, headers=headers)
+            url = self.webhook_url
+            if self.webhook_resolves_to:
+                public = httpx.URL(url)
+                headers["Host"] = public.netloc.decode()
+                url = str(public.copy_with(scheme="http", netloc=self.webhook_resolves_to.encode()))
+            resp = await self._webhook_client.post(url, json=update, headers=headers)
             self.webhook_statuses.append(resp.status_code)
         else:
             async with self._changed:

@@ -91,10 +91,8 @@ async def test_forged_or_tampered_session_cookies_are_ignored(tmp_path: Path) ->
     async with running_bridge(tmp_path, LOCKED) as bridge, Person(bridge.base_url) as person:
         response = await person.login(PASSWORD, name="dana")
         good = response.cookies["hitl_session"]
-        version, body, signature = good.split(".")
-        forged_body = body[:-2] + ("AA" if not body.endswith("AA") else "BB")
-        for cookie in (f"{version}.{forged_body}.{signature}", f"{version}.{body}.{'0' * 64}", "v1.e30.abc",
-                       "garbage", "x" * 5000):
+        altered = good[:-2] + ("AA" if not good.endswith("AA") else "BB")
+        for cookie in (altered, good + "A", good[:-1], "s1." + "A" * 43, "v1.e30.abc", "garbage", "x" * 5000):
             async with httpx.AsyncClient(base_url=bridge.base_url, cookies={"hitl_session": cookie}) as client:
                 assert (await client.get("/inbox")).status_code == 303, cookie[:40]
         async with httpx.AsyncClient(base_url=bridge.base_url, cookies={"hitl_session": good}) as client:
@@ -105,7 +103,7 @@ async def test_bearer_token_works_without_cookies_or_csrf(tmp_path: Path) -> Non
     async with running_bridge(tmp_path, LOCKED) as bridge:
         rid = await create(bridge, CONFIRM)
         async with httpx.AsyncClient(base_url=bridge.base_url) as client:
-            assert (await client.get("/inbox", headers={"Authorization": "Bearer nope"})).status_code == 303
+            assert (await client.get("/inbox", headers={"Authorization": "Bearer nope"})).status_code == 401
             auth = {"Authorization": f"Bearer {TOKEN}"}
             assert (await client.get("/inbox", headers=auth)).status_code == 200
             response = await client.post(f"/inbox/r/{rid}/answer", data={"q.ok": "yes"}, headers=auth)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+import time_machine
 
 from adapters.web.answers import parse_answer
 from adapters.web.auth import InboxAuth, LoginRefused, Viewer
 from adapters.web.settings import WebConfig
 from adapters.web.views import countdown, vote_views
 from bridge.models import Question
+from bridge.store import open_store_from_url
 from bridge.store.base import Vote
 
 
@@ -79,18 +82,28 @@ def make_auth(**config: object) -> InboxAuth:
     return InboxAuth(WebConfig.model_validate(config), api_tokens={}, loopback_only=True, base_secret=None)
 
 
-def test_sessions_expire_and_are_bound_to_the_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    auth = make_auth(password="password-1", session_ttl="1h")
-    cookie = auth.new_session(Viewer("dana", "session", name="dana"))
-    session = auth.read_session(cookie)
-    assert session is not None and (session.handle, session.display) == ("web:dana", "dana")
-    other = make_auth(password="password-2", session_ttl="1h")
-    assert other.read_session(cookie) is None  # a new password ends old sessions
-    import time
-
-    real = time.time
-    monkeypatch.setattr(time, "time", lambda: real() + 3601)
-    assert auth.read_session(cookie) is None
+async def test_sessions_expire_are_bound_to_the_credentials_and_end_on_logout(tmp_path: Path) -> None:
+    store = open_store_from_url(f"sqlite:///{tmp_path}/bridge.db")
+    await store.open()
+    try:
+        auth = make_auth(password="password-1", session_ttl="1h")
+        await auth.attach(store)
+        cookie = await auth.new_session(Viewer("dana", "session", name="Dana"))
+        session = await auth.read_session(cookie)
+        assert session is not None and (session.handle, session.display) == ("web:dana", "Dana")
+        assert "dana" not in cookie and "password" not in cookie  # an opaque id
+        other = make_auth(password="password-2", session_ttl="1h")
+        await other.attach(store)  # a daemon started with a new password ends old sessions
+        assert await other.read_session(cookie) is None
+        assert await auth.read_session(cookie) is None
+        cookie = await auth.new_session(Viewer("dana", "session", name="Dana"))
+        with time_machine.travel(datetime.now(UTC) + timedelta(seconds=3601)):
+            assert await auth.read_session(cookie) is None
+        assert await auth.read_session(cookie) is not None
+        await auth.end_session(cookie)
+        assert await auth.read_session(cookie) is None
+    finally:
+        await store.close()
 
 
 def test_open_only_without_credentials_on_loopback() -> None:
