@@ -29,6 +29,7 @@ from adapters.delta.translate import mailbox_from_ref
 from adapters.delta.watcher import Changes, DirWatcher
 from adapters.delta.watchplan import Marks, WatchPlan
 from adapters.delta.writeback import AnswerWriter
+from bridge.doctor import Finding, fail, ok
 from bridge.errors import BridgeError
 from bridge.models import OPEN_STATES, RequestState
 from bridge.ports import Outcome, RequestSink
@@ -104,13 +105,16 @@ class DeltaSource:
     def component(self) -> str:
         return f"source:{self.name}"
 
-    async def doctor(self) -> list[tuple[bool, str, str]]:
+    async def doctor(self) -> list[Finding]:
         """`hitl-bridge doctor`: does every root's fixed folder exist?"""
         expansion = await in_thread(expand, self.config.roots, self.cwd)
-        checks = [(False, f"source {self.name}", missing.describe()) for missing in expansion.missing]
-        checks += [(False, f"source {self.name}", f"{path}: {why}") for path, why in expansion.refused.items()]
-        return checks or [(True, f"source {self.name}",
-                           f"{len(expansion.workspaces)} workspace(s) under {len(self.config.roots)} root(s)")]
+        check = f"source {self.name}"
+        findings = [fail(check, missing.describe(), "create the folder, or fix the root in sources[].roots")
+                    for missing in expansion.missing]
+        findings += [fail(check, f"{path}: {why}", "keep workspaces inside their root (no links out of it)")
+                     for path, why in expansion.refused.items()]
+        return findings or [ok(check, f"{len(expansion.workspaces)} workspace(s) under "
+                                      f"{len(self.config.roots)} root(s)")]
 
     async def run(self, sink: RequestSink) -> None:
         """Reconcile with the store, scan everything, then follow events and rescans."""

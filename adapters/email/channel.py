@@ -19,6 +19,7 @@ from starlette.routing import BaseRoute
 from adapters.email.message import Kind, Thread, request_mail, subject_of
 from adapters.email.sender import Sender, SendFailed
 from adapters.email.settings import EmailSettings
+from bridge.doctor import Finding, fail, ok, warn
 from bridge.links import link_for
 from bridge.models import Request
 from bridge.ports import PostResult
@@ -133,10 +134,25 @@ class EmailChannel:
                 await self.bridge.note(request.id, "update_failed", self.name, {target: result.error})
 
     # operations ---------------------------------------------------------------------------
-    async def doctor(self) -> list[tuple[bool, str, str]]:
+    async def doctor(self, targets: Sequence[str] = (), responders: Sequence[str] = (),
+                     store: object = None) -> list[Finding]:
+        """`hitl-bridge doctor`: connect, start TLS and log in, as a send would; each target
+        an address."""
         server = self.settings.server.describe()
         try:
             await self.sender.check_login()
         except SendFailed as failure:
-            return [(False, "email", f"{server}: {failure}")]
-        return [(True, "email", f"{server}: connected" + (", logged in" if self.settings.server.username else ""))]
+            fix = "check email.smtp_url's user and password" if failure.login else \
+                "check email.smtp_url, starttls and ca_file, and that the server is reachable"
+            findings = [fail("email", f"{server}: {failure}", fix)]
+        else:
+            findings = [ok("email", f"{server}: connected" + (", logged in" if self.settings.server.username else ""))]
+        for target in targets:
+            try:
+                address_of(target)
+            except ValueError as exc:
+                findings.append(fail(f"email {target}", str(exc), "use email:name@example.com"))
+        if self.public_url.startswith(("http://127.", "http://localhost", "http://[::1]")):
+            findings.append(warn("email links", f"answer links point at {self.public_url}, which only this "
+                                 "machine can open", "set http.public_url"))
+        return findings

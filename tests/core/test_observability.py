@@ -72,10 +72,10 @@ async def test_lifecycle_lines_and_metrics(tmp_path: Path, caplog: pytest.LogCap
     for rid in (a, b, c):
         assert f"request {rid} created by webhook: route default → web" in lines
         assert f"request {rid} posted to web" in lines
-    assert f"request {a} answered by api:ana via api after 0s: ok=yes" in lines  # the decision, not the text
+    assert f"request {a} answered by api:local (ana) via api after 0s: ok=yes" in lines  # the decision, not the text
     assert any(re.fullmatch(rf"request {a} delivered to webhook \(answered, attempt 1, \d+ ms after the answer\)",
                             line) for line in lines)
-    assert f"request {b} answered by api:api via api after 0s: ok=no" in lines
+    assert f"request {b} answered by api:local via api after 0s: ok=no" in lines
     assert f"request {c} cancelled by api:api: superseded" in lines
     retry = next(line for line in lines if line.startswith(f"request {b}: delivery to webhook failed (attempt 1)"))
     assert retry.endswith(f"callback {rx.url} answered HTTP 503")  # the engine's error
@@ -147,8 +147,8 @@ async def test_json_log_lines_carry_the_request_id_as_a_field(tmp_path: Path) ->
     assert [line["event"] for line in mine][:3] == ["created", "posted", "answered"]  # then delivered
     answered = mine[2]
     assert answered["level"] == "INFO" and answered["logger"] == "hitl_bridge.requests"
-    assert answered["responder"] == "api:api" and answered["via"] == "api" and answered["route"] == "default"
-    assert answered["message"].startswith(f"request {rid} answered by api:api via api after ")
+    assert answered["responder"] == "api:local" and answered["via"] == "api" and answered["route"] == "default"
+    assert answered["message"].startswith(f"request {rid} answered by api:local via api after ")
     assert "s3cr3t-value" not in out.getvalue() and "limit_key" not in out.getvalue()
 
 

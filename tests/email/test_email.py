@@ -209,8 +209,9 @@ async def test_starttls_with_a_login_and_a_refused_login(tmp_path: Path) -> None
             await step(daemon, clock, minutes=1)
             mail = (await wait_for(lambda: server.box.to(BOSS), 10))[0]
             assert server.box.logins == ["agents"] and link_in(mail)
-            checks = await daemon.channels[-1].doctor()  # type: ignore[attr-defined]
-            assert checks[0][0] and "logged in" in checks[0][2]
+            checks = await daemon.channels[-1].doctor([f"email:{BOSS}", "email:not an address"])  # type: ignore[attr-defined]
+            assert checks[0].status == "ok" and "logged in" in checks[0].detail
+            assert checks[1].status == "fail" and "not an email address" in checks[1].detail
 
         config["email"]["smtp_url"] = server.url(password="wrong-password")
         async with bridge_on(tmp_path / "second", clock, config) as daemon:
@@ -222,8 +223,8 @@ async def test_starttls_with_a_login_and_a_refused_login(tmp_path: Path) -> None
             assert not ready
             assert any(c.component == "channel:email" and "login refused" in c.summary for c in checks)
             doctor = await daemon.channels[-1].doctor()  # type: ignore[attr-defined]
-            assert not doctor[0][0] and "535" in doctor[0][2]
-            assert "wrong-password" not in str(posts.error) + doctor[0][2]
+            assert doctor[0].status == "fail" and "535" in doctor[0].detail and "password" in doctor[0].fix
+            assert "wrong-password" not in str(posts.error) + doctor[0].line()
 
 
 async def _email_copy(daemon: Daemon, rid: str) -> Any:
