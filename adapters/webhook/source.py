@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from fastapi import APIRouter, HTTPException, Request
@@ -29,6 +29,8 @@ class WebhookConfig(BaseModel):
     name: str = "webhook"
     # 410 Gone from a callback URL means "stop"; other errors are retried
     timeout_s: float = Field(default=10, gt=0, le=300)
+    # how callbacks are signed unless a request's callback says: X-Hitl headers or Standard Webhooks
+    signing: Literal["hitl", "standard"] = "hitl"
 
 
 def native_answer(outcome: Outcome) -> dict[str, Any]:
@@ -80,7 +82,8 @@ class WebhookSource:
         values = outcome.answer.values if outcome.answer else None
         payload = structured_answer(request, values, outcome.state) if request.format == "structured" \
             else native_answer(outcome)
-        body, headers = signed_request(callback.secret, payload, request.id, outcome.state)
+        body, headers = signed_request(callback.secret, payload, request.id, outcome.state,
+                                       callback.signing or self.config.signing)
         try:
             response = await self.client().post(callback.url, content=body, headers=headers)
         except httpx.HTTPError as exc:
