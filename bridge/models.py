@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from hitl_bridge_client.signing import BadSecret, standard_key
+from hitl_bridge_client.signing import BadSecret, check_secret
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_TEXT = 20_000
@@ -210,10 +210,9 @@ class Callback(BaseModel):
     @classmethod
     def _whsec_is_base64(cls, secret: str) -> str:
         try:
-            standard_key(secret)  # a whsec_ secret is a base64 key whichever way it signs
+            return check_secret(secret)  # a whsec_ secret is a base64 key whichever way it signs
         except BadSecret as exc:
             raise ValueError(str(exc)) from None
-        return secret
 
 
 class RequestIn(BaseModel):

@@ -103,6 +103,7 @@ def test_the_wheel_holds_the_package_and_needs_only_httpx(clean_python: Path) ->
                                  text=True).stdout.split()
     assert "hitl_bridge_client/py.typed" in wheel_files and "hitl_bridge_client/signing.py" in wheel_files
     assert not any(f.startswith(("bridge/", "adapters/", "tests/")) for f in wheel_files)
+    assert any(f.endswith("dist-info/LICENSE") or f.endswith("licenses/LICENSE") for f in wheel_files), wheel_files
 
 
 async def test_the_installed_client_asks_a_running_daemon(clean_python: Path, tmp_path: Path) -> None:

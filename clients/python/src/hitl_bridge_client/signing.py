@@ -43,15 +43,24 @@ def standard_key(secret: str) -> bytes:
     """The HMAC key of a Standard Webhooks secret (see the module's note)."""
     if not secret.startswith(WHSEC):
         return secret.encode()
+    encoded = secret[len(WHSEC):]
     try:
-        encoded = secret[len(WHSEC):]
         key = base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)  # padding optional
     except (binascii.Error, ValueError):
         raise BadSecret("a whsec_ secret must be whsec_ followed by base64") from None
-    if not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
+    if not key:
+        raise BadSecret("a whsec_ secret must hold a key after whsec_")
+    return key
+
+
+def check_secret(secret: str) -> str:
+    """A callback secret the daemon accepts: a `whsec_` one must hold 24 to 64 bytes (the
+    spec's advice; verifiers take any length)."""
+    key = standard_key(secret)
+    if secret.startswith(WHSEC) and not MIN_KEY_BYTES <= len(key) <= MAX_KEY_BYTES:
         raise BadSecret(f"a whsec_ secret must hold {MIN_KEY_BYTES} to {MAX_KEY_BYTES} bytes, "
                         f"this one holds {len(key)}")
-    return key
+    return secret
 
 
 def standard_secret(secret: str) -> str:
