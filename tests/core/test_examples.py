@@ -16,7 +16,8 @@ EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "config").glob("*.yaml"
 ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signing-secret",
        "TELEGRAM_BOT_TOKEN": "123456:example", "TELEGRAM_WEBHOOK_SECRET": "example_secret",
        "BRIDGE_API_TOKEN": "example-token-0123456789", "BRIDGE_SECRET_KEY": "example-passphrase",
-       "INBOX_PASSWORD": "example-password-123", "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef"}
+       "INBOX_PASSWORD": "example-password-123", "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef",
+       "RELEASE_BOT_TOKEN": "release-bot-token-0123456789"}
 
 
 def test_there_are_examples() -> None:
