@@ -287,3 +287,20 @@ async def test_a_lost_reply_is_resent_only_when_that_is_safe() -> None:
         assert len(seen) == 1 and seen[0].startswith(b"POST /v1/requests/r_1/answer")
     with pytest.raises(BridgeUnavailable, match="no answer for 0 s"):
         Client(url, unavailable_after=0).get("r_1")  # nobody listens any more
+
+
+async def test_replies_that_are_not_the_api_are_clear_errors() -> None:
+    replies = [_reply("200 OK", b"<html>login</html>"), _reply("200 OK", b"[]"), _reply("200 OK", b'{"id": "r_1"}'),
+               _reply("401 Unauthorized", b"no")]
+    handle, _ = _broken_server(replies)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with server, AsyncClient(url, unavailable_after=1) as client:
+        with pytest.raises(BridgeError, match="without JSON: '<html>login"):
+            await client.get("r_1")
+        with pytest.raises(BridgeError, match="reply has no 'requests'"):
+            await client.list()
+        with pytest.raises(BridgeError, match="reply has no 'state'"):
+            await client.wait("r_1")
+        with pytest.raises(Unauthorized, match="no"):
+            await client.get("r_1")

@@ -3,7 +3,7 @@
 import {
   type Answer, approved, asked, confirm, type Question, type RequestFields, type RequestView, outcome, requestBody, shown,
 } from "./answers.js";
-import { StillOpen } from "./errors.js";
+import { BridgeError, StillOpen } from "./errors.js";
 import { type ClientOptions, Endpoint } from "./transport.js";
 
 const WAIT_S = 60; // one long poll (the API allows up to 120 s)
@@ -36,6 +36,14 @@ export interface AnswerOptions {
   values?: Record<string, unknown>;
   responder?: string;
   reason?: string;
+}
+
+/** `reply[key]`, or a BridgeError saying what the reply lacked (a proxy's page, another API). */
+function part<T>(reply: unknown, key: string): T {
+  if (typeof reply !== "object" || reply === null || Array.isArray(reply) || !(key in reply)) {
+    throw new BridgeError(`the bridge's reply has no "${key}": ${JSON.stringify(reply)?.slice(0, 200)}`);
+  }
+  return (reply as Record<string, T>)[key]!;
 }
 
 const path = (requestId: string, action = "") =>
@@ -79,10 +87,8 @@ export class Client {
 
   /** Create a request from a native or structured body; its id. */
   async create(body: Record<string, unknown>): Promise<string> {
-    const view = await this.endpoint.send<RequestView>({
-      method: "POST", path: "/v1/requests", body, resend: "external_id" in body,
-    });
-    return view.id;
+    const view = await this.endpoint.send({ method: "POST", path: "/v1/requests", body, resend: "external_id" in body });
+    return String(part(view, "id"));
   }
 
   /** Long-poll until the request closes (NoAnswer when it closed without an answer). */
@@ -91,6 +97,7 @@ export class Client {
     for (;;) {
       const left = deadline === undefined ? WAIT_S : Math.max(0, Math.min(WAIT_S, (deadline - Date.now()) / 1000));
       const view = await this.get(requestId, { waitS: left });
+      part(view, "state");
       const found = outcome(view);
       if (found) return found;
       if (deadline !== undefined && Date.now() >= deadline) throw new StillOpen(view.id, view.state);
@@ -111,8 +118,7 @@ export class Client {
     if (state) query["state"] = Array.isArray(state) ? state : [state];
     if (source) query["source"] = source;
     if (route) query["route"] = route;
-    return (await this.endpoint.send<{ requests: RequestView[] }>({ method: "GET", path: "/v1/requests", query }))
-      .requests;
+    return part(await this.endpoint.send({ method: "GET", path: "/v1/requests", query }), "requests");
   }
 
   /** Answer as an operator: `value` for one question, `values` by question id. */
@@ -135,15 +141,12 @@ export class Client {
 
   /** The request's audit trail. */
   async events(requestId: string): Promise<Record<string, unknown>[]> {
-    return (await this.endpoint.send<{ events: Record<string, unknown>[] }>({
-      method: "GET", path: path(requestId, "events"),
-    })).events;
+    return part(await this.endpoint.send({ method: "GET", path: path(requestId, "events") }), "events");
   }
 
   /** Each source and what it cannot show right now. */
   async sources(): Promise<Record<string, unknown>[]> {
-    return (await this.endpoint.send<{ sources: Record<string, unknown>[] }>({ method: "GET", path: "/v1/sources" }))
-      .sources;
+    return part(await this.endpoint.send({ method: "GET", path: "/v1/sources" }), "sources");
   }
 }
 

@@ -224,3 +224,36 @@ async function waitForOpen(title, url = daemon.url) {
     await new Promise((done) => setTimeout(done, 20));
   }
 }
+
+describe("replies that are not the API", () => {
+  test("are clear errors, and a lost reply to an answer is never sent twice", async () => {
+    const { createServer: createTcpServer } = await import("node:net");
+    const replies = [
+      "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 18\r\nconnection: close\r\n\r\n<html>login</html>",
+      "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n[]",
+      "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 13\r\nconnection: close\r\n\r\n{\"id\": \"r_1\"}",
+      null, // close without a reply
+    ];
+    const seen = [];
+    const server = createTcpServer((socket) => {
+      socket.once("data", (data) => {
+        seen.push(String(data).split("\r\n")[0]);
+        const reply = replies.shift();
+        if (reply) socket.end(reply); else socket.destroy();
+      });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const odd = new Client({ baseUrl: `http://127.0.0.1:${server.address().port}`, unavailableAfterMs: 1000 });
+    try {
+      await assert.rejects(odd.get("r_1"), (e) => e instanceof BridgeError && /without JSON: <html>login/.test(e.message));
+      await assert.rejects(odd.list(), (e) => e instanceof BridgeError && /reply has no "requests"/.test(e.message));
+      await assert.rejects(odd.wait("r_1"), (e) => e instanceof BridgeError && /reply has no "state"/.test(e.message));
+      await assert.rejects(odd.answer("r_1", { value: "yes" }),
+        (e) => e instanceof BridgeUnavailable && /may have been applied/.test(e.message));
+      assert.deepEqual(seen.slice(3), ["POST /v1/requests/r_1/answer HTTP/1.1"]);
+    } finally {
+      server.close();
+    }
+  });
+});

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from hitl_bridge_client.answers import Answer, outcome
-from hitl_bridge_client.errors import StillOpen
+from hitl_bridge_client.errors import BridgeError, StillOpen
 
 T = TypeVar("T")
 WAIT_S = 60.0  # one long poll (the API allows up to 120 s)
@@ -40,9 +40,16 @@ def request_path(request_id: str, action: str = "") -> str:
     return f"/v1/requests/{quote(str(request_id), safe='')}" + (f"/{action}" if action else "")
 
 
+def part(reply: Any, key: str) -> Any:
+    """`reply[key]`, or a BridgeError saying what the reply lacked (a proxy's page, another API)."""
+    if not isinstance(reply, dict) or key not in reply:
+        raise BridgeError(f"the bridge's reply has no {key!r}: {str(reply)[:200]}")
+    return reply[key]
+
+
 def create(body: dict[str, Any]) -> Flow[str]:
     view = yield Call("POST", "/v1/requests", json=body, resend="external_id" in body)
-    return str(view["id"])
+    return str(part(view, "id"))
 
 
 def get(request_id: str, wait: float = 0) -> Flow[dict[str, Any]]:
@@ -59,6 +66,7 @@ def wait(request_id: str, max_wait: float | None = None) -> Flow[Answer]:
     while True:
         left = WAIT_S if deadline is None else max(0.0, min(WAIT_S, deadline - time.monotonic()))
         view = yield from get(request_id, wait=left)
+        part(view, "state")
         found = outcome(view)
         if found is not None:
             return found
@@ -78,7 +86,7 @@ def list_requests(state: str | list[str] | None = None, *, source: str | None = 
         params["state"] = [state] if isinstance(state, str) else list(state)
     params.update({k: v for k, v in (("source", source), ("route", route)) if v})
     found = yield Call("GET", "/v1/requests", params=params)
-    return list(found["requests"])
+    return list(part(found, "requests"))
 
 
 def answer(request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
@@ -103,9 +111,9 @@ def redeliver(request_id: str) -> Flow[dict[str, Any]]:
 
 def events(request_id: str) -> Flow[list[dict[str, Any]]]:
     found = yield Call("GET", request_path(request_id, "events"))
-    return list(found["events"])
+    return list(part(found, "events"))
 
 
 def sources() -> Flow[list[dict[str, Any]]]:
     found = yield Call("GET", "/v1/sources")
-    return list(found["sources"])
+    return list(part(found, "sources"))
