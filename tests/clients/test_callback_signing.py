@@ -76,6 +76,18 @@ async def test_a_source_opts_in_with_a_plain_secret_and_a_request_can_opt_out(tm
         assert not verify_callback("another-secret-0123456", hitl.headers, hitl.body)
 
 
+async def test_the_structured_format_opts_in_too(tmp_path: Path) -> None:
+    async with callback_receiver() as rx, running_bridge(tmp_path) as bridge, \
+            httpx.AsyncClient(base_url=bridge.base_url) as client:
+        structured = {"request_id": "q-1", "objective": "Pick", "questions": [
+            {"id": "env", "question": "Which?", "input_type": "selection", "options": ["a", "b"]}],
+            "callback": {"url": rx.url, "secret": WHSEC, "signing": "standard"}}
+        rid = (await client.post("/v1/requests", json=structured)).json()["id"]
+        await client.post(f"/v1/requests/{rid}/answer", json={"value": "b"})
+        got = (await wait_for(lambda: rx.received))[0]
+        assert Webhook(WHSEC).verify(got.body, got.headers)["answers"] == {"env": "b"}
+
+
 async def test_bad_signing_options_are_refused_at_intake(tmp_path: Path) -> None:
     async with running_bridge(tmp_path) as bridge, httpx.AsyncClient(base_url=bridge.base_url) as client:
         short = "whsec_" + base64.b64encode(b"k" * 12).decode()
