@@ -35,14 +35,20 @@ function env(name: string): string | undefined {
   return process?.env?.[name] || undefined;
 }
 
-/** A proxy in front of a restarting daemon (502/503/504): try again like a lost connection. */
-class Restarting extends Error {}
+/** The daemon did not answer: a network failure or a timeout (`cause`), or a proxy in front of a
+ * restarting daemon (502/503/504, `restarting`). Tried again for `unavailableAfterMs`. */
+class Lost extends Error {
+  constructor(message: string, readonly restarting = false, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
 
-/** True when the call never reached the daemon (refused connection...): safe to send again. */
-function neverSent(error: unknown): boolean {
-  if (error instanceof Restarting) return true;
-  const code = (error as { cause?: { code?: string } })?.cause?.code;
-  return code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "UND_ERR_CONNECT_TIMEOUT";
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/** True when the call never reached the daemon (refused connection, a proxy's 502/503): safe to send again. */
+function neverSent(error: Lost): boolean {
+  const code = (error.cause as { cause?: { code?: string } } | undefined)?.cause?.code;
+  return error.restarting || (code !== undefined && NOT_SENT.has(code));
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -71,10 +77,7 @@ export class Endpoint {
       try {
         return (await this.#once(call)) as T;
       } catch (error) {
-        if (!(error instanceof Restarting) && !(error instanceof TypeError && error.message === "fetch failed")
-          && !(error instanceof DOMException && error.name === "TimeoutError")) {
-          throw error;
-        }
+        if (!(error instanceof Lost)) throw error;
         const where = `${call.method} ${this.baseUrl}${call.path}`;
         if (call.resend === false && !neverSent(error)) {
           throw new BridgeUnavailable(`${where}: the connection broke after sending; it may have been applied: look with get()`,
@@ -94,14 +97,18 @@ export class Endpoint {
     for (const [key, value] of Object.entries(call.query ?? {})) {
       for (const one of Array.isArray(value) ? value : [value]) url.searchParams.append(key, String(one));
     }
-    const response = await this.#fetch(url, {
-      method: call.method,
-      headers: this.#headers,
-      body: call.body === undefined ? undefined : JSON.stringify(call.body),
-      signal: AbortSignal.timeout(call.timeoutMs ?? CALL_TIMEOUT_MS),
-    });
-    const text = await response.text();
-    if ([502, 503, 504].includes(response.status)) throw new Restarting(`HTTP ${response.status}`);
+    const body = call.body === undefined ? undefined : JSON.stringify(call.body);
+    let response: Response;
+    let text: string;
+    try {
+      response = await this.#fetch(url, {
+        method: call.method, headers: this.#headers, body, signal: AbortSignal.timeout(call.timeoutMs ?? CALL_TIMEOUT_MS),
+      });
+      text = await response.text();
+    } catch (error) { // fetch rejects only for the network (or the timeout): the daemon did not answer
+      throw new Lost(String(error), false, { cause: error });
+    }
+    if ([502, 503, 504].includes(response.status)) throw new Lost(`HTTP ${response.status}`, true);
     let data: unknown;
     try {
       data = JSON.parse(text);
@@ -122,7 +129,7 @@ export class Endpoint {
   }
 }
 
-function describe(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
-  return cause?.code ?? cause?.message ?? String(error);
+function describe(error: Lost): string {
+  const cause = (error.cause as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+  return cause?.code ?? cause?.message ?? error.message;
 }

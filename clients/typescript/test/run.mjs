@@ -16,7 +16,8 @@ try {
   const here = dirname(fileURLToPath(import.meta.url));
   const files = readdirSync(here).filter((f) => f.endsWith(".test.mjs")).map((f) => join(here, f));
   const args = process.argv.slice(2);
-  const tests = spawn(process.execPath, ["--test", ...(args.length ? args : files)], {
+  // three files at a time: they mostly wait on daemons and npm
+  const tests = spawn(process.execPath, ["--test", "--test-concurrency=3", ...(args.length ? args : files)], {
     stdio: "inherit", env: { ...process.env, HITL_TEST_BRIDGE_URL: daemon.url },
   });
   [code] = await once(tests, "exit");
