@@ -21,6 +21,15 @@ def test_every_package_says_apache_2_and_carries_the_same_text() -> None:
     assert package["license"] == "Apache-2.0" and "LICENSE" in package["files"]
 
 
+def test_the_daemon_holds_no_copy_of_the_client() -> None:
+    import bridge.client
+    import hitl_bridge_client
+
+    assert bridge.client.Client is hitl_bridge_client.Client and bridge.client.ask is hitl_bridge_client.ask
+    assert set(bridge.client.__all__) == set(hitl_bridge_client.__all__)
+    assert len((ROOT / "bridge/client.py").read_text().splitlines()) < 10
+
+
 def test_one_version_everywhere_and_the_daemon_pins_it() -> None:
     import re
 
