@@ -22,8 +22,9 @@ def test_every_package_says_apache_2_and_carries_the_same_text() -> None:
 
 
 def test_the_daemon_holds_no_copy_of_the_client() -> None:
-    import bridge.client
     import hitl_bridge_client
+
+    import bridge.client
 
     assert bridge.client.Client is hitl_bridge_client.Client and bridge.client.ask is hitl_bridge_client.ask
     assert set(bridge.client.__all__) == set(hitl_bridge_client.__all__)
