@@ -14,9 +14,11 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin bridge \
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY clients/python ./clients/python
 COPY bridge ./bridge
 COPY adapters ./adapters
-RUN pip install --no-cache-dir .
+# the daemon pins hitl-bridge-client; it comes from this checkout, installed beside it
+RUN pip install --no-cache-dir ./clients/python .
 COPY config/docker.yaml /etc/hitl-bridge/hitl-bridge.yaml
 
 USER bridge

@@ -10,19 +10,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
 import secrets
 import signal
 import socket
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from hitl_bridge_client import verify_callback
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -104,18 +102,6 @@ def demo_settings(settings: Settings, listen: str | None) -> Settings:
     return demo
 
 
-def verify_signature(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    """The callback check a receiver makes: HMAC-SHA256 over `{timestamp}.{body}`, 5-minute window."""
-    try:
-        timestamp = int(headers.get("x-hitl-timestamp", ""))
-    except ValueError:
-        return False
-    if abs(time.time() - timestamp) > 300:
-        return False
-    expected = "v1=" + hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, headers.get("x-hitl-signature", ""))
-
-
 @dataclass
 class Receiver:
     """The demo's stand-in for an engine: checks each callback and prints it (secrets hidden)."""
@@ -129,7 +115,7 @@ class Receiver:
 
     async def handle(self, request: Request) -> Response:
         body = await request.body()
-        if not verify_signature(self.secret, dict(request.headers), body):
+        if not verify_callback(self.secret, request.headers, body):
             self.out("callback REFUSED: bad signature")
             return JSONResponse({"error": "bad signature"}, status_code=401)
         try:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from hitl_bridge_client.signing import BadSecret, check_secret
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 MAX_TEXT = 20_000
@@ -211,12 +212,22 @@ def fit_json(value: Any, max_depth: int = 8, max_chars: int = 4000) -> Any:
 
 
 class Callback(BaseModel):
-    """Where the outcome is POSTed, signed with HMAC-SHA256 using `secret`."""
+    """Where the outcome is POSTed, signed with HMAC-SHA256 using `secret` (`signing`: the
+    X-Hitl headers, or Standard Webhooks; unset: the source's `signing`)."""
 
     model_config = ConfigDict(extra="forbid")
 
     url: str = Field(pattern=r"^https?://", max_length=2000)
     secret: str = Field(min_length=16, max_length=256)
+    signing: Literal["hitl", "standard"] | None = None
+
+    @field_validator("secret")
+    @classmethod
+    def _whsec_is_base64(cls, secret: str) -> str:
+        try:
+            return check_secret(secret)  # a whsec_ secret is a base64 key whichever way it signs
+        except BadSecret as exc:
+            raise ValueError(str(exc)) from None
 
 
 class RequestIn(BaseModel):

@@ -1,56 +1,30 @@
-"""Signed callbacks: HMAC-SHA256 over `{timestamp}.{body}` with the request's callback secret.
+"""Signed callbacks: the outcome as JSON, signed with the request's callback secret the
+`hitl` way (X-Hitl-Timestamp / X-Hitl-Signature, the default) or the Standard Webhooks way
+(webhook-id / webhook-timestamp / webhook-signature) — the algorithms live in the client
+package (`hitl_bridge_client.signing`), which receivers use to verify.
 
-Headers sent:
-    X-Hitl-Timestamp: <unix seconds>
-    X-Hitl-Signature: v1=<hex HMAC-SHA256(secret, f"{timestamp}.{raw body}")>
+Headers sent besides the signature:
     X-Hitl-Request-Id: <bridge request id>
     X-Hitl-Event: answered | expired | cancelled
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import time
 from fnmatch import fnmatchcase
 from typing import Any
 from urllib.parse import urlsplit
 
-SIGNATURE_HEADER = "X-Hitl-Signature"
-TIMESTAMP_HEADER = "X-Hitl-Timestamp"
+from hitl_bridge_client.signing import signature_headers
 
 
-def sign(secret: str, timestamp: int, body: bytes) -> str:
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return "v1=" + mac.hexdigest()
-
-
-def verify(secret: str, headers: dict[str, str], body: bytes, *, tolerance_s: int = 300,
-           now: float | None = None) -> bool:
-    """What a receiver does (the README has the same in 10 lines)."""
-    lower = {k.lower(): v for k, v in headers.items()}
-    try:
-        timestamp = int(lower[TIMESTAMP_HEADER.lower()])
-    except (KeyError, ValueError):
-        return False
-    if abs((now or time.time()) - timestamp) > tolerance_s:
-        return False
-    expected = sign(secret, timestamp, body)
-    return hmac.compare_digest(expected, lower.get(SIGNATURE_HEADER.lower(), ""))
-
-
-def signed_request(secret: str, payload: dict[str, Any], request_id: str, event: str) -> tuple[bytes, dict[str, str]]:
+def signed_request(secret: str, payload: dict[str, Any], request_id: str, event: str,
+                   scheme: str = "hitl") -> tuple[bytes, dict[str, str]]:
     body = json.dumps(payload, separators=(",", ":"), default=str).encode()
-    timestamp = int(time.time())
-    headers = {
-        "Content-Type": "application/json",
-        TIMESTAMP_HEADER: str(timestamp),
-        SIGNATURE_HEADER: sign(secret, timestamp, body),
-        "X-Hitl-Request-Id": request_id,
-        "X-Hitl-Event": event,
-        "User-Agent": "hitl-bridge/0.1",
-    }
+    # one id per outcome of a request: the same when the outcome is sent again (retries, redeliver)
+    headers = {"Content-Type": "application/json",
+               **signature_headers(scheme, secret, body, message_id=f"msg_{request_id}_{event}"),
+               "X-Hitl-Request-Id": request_id, "X-Hitl-Event": event, "User-Agent": "hitl-bridge/0.1"}
     return body, headers
 
 

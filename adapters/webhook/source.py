@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from fastapi import APIRouter, HTTPException, Request
@@ -43,6 +43,8 @@ class WebhookConfig(BaseModel):
     name: str = "webhook"
     # 410 Gone from a callback URL means "stop"; other errors are retried
     timeout_s: float = Field(default=10, gt=0, le=300)
+    # how callbacks are signed unless a request's callback says: X-Hitl headers or Standard Webhooks
+    signing: Literal["hitl", "standard"] = "hitl"
 
 
 def native_answer(outcome: Outcome) -> dict[str, Any]:
@@ -99,7 +101,8 @@ class WebhookSource:
         values = outcome.answer.values if outcome.answer else None
         payload = structured_answer(request, values, outcome.state) if request.format == "structured" \
             else native_answer(outcome)
-        body, headers = signed_request(callback.secret, payload, request.id, outcome.state)
+        body, headers = signed_request(callback.secret, payload, request.id, outcome.state,
+                                       callback.signing or self.config.signing)
         try:
             response = await self.client().post(callback.url, content=body, headers=headers)
         except CallbackRefused as exc:  # checked on the resolved address: nothing was sent

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+from hitl_bridge_client import verify_callback
 
 from tests.harness import callback_receiver, running_bridge, wait_for
 
 SECRET = "whsec-0123456789abcdef"
 FAST_RETRY = {"delivery": {"first_retry": "20ms", "max_backoff": "100ms"}}
-
-
-def verify(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    # the README's receiver snippet, verbatim in spirit
-    ts = headers["x-hitl-timestamp"]
-    if abs(time.time() - int(ts)) > 300:
-        return False
-    expected = "v1=" + hmac.new(secret.encode(), f"{ts}.".encode() + body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, headers["x-hitl-signature"])
 
 
 def body(url: str, **kw: Any) -> dict[str, Any]:
@@ -38,8 +27,8 @@ async def test_signed_native_callback_on_answer(tmp_path: Path) -> None:
         rid = (await client.post("/v1/requests", json=body(rx.url, external_id="e-1"))).json()["id"]
         await client.post(f"/v1/requests/{rid}/answer", json={"value": "no", "responder": "ana", "reason": "freeze"})
         got = await wait_for(lambda: rx.received)
-        assert verify(SECRET, got[0].headers, got[0].body)
-        assert not verify("wrong-secret-000000", got[0].headers, got[0].body)
+        assert verify_callback(SECRET, got[0].headers, got[0].body)
+        assert not verify_callback("wrong-secret-000000", got[0].headers, got[0].body)
         payload = json.loads(got[0].body)
         assert payload["request_id"] == rid and payload["external_id"] == "e-1" and payload["state"] == "answered"
         assert payload["answer"]["values"] == {"ok": "no"} and payload["answer"]["reason"] == "freeze"

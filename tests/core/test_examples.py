@@ -20,7 +20,8 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "INBOX_PASSWORD": "example-password-123", "CI_TOKEN": "ci-example-token-0123456",
        "ANA_TOKEN": "ana-example-token-012345", "RELAY_TOKEN": "relay-example-token-0123",
        "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef",
-       "HITL_BRIDGE_DATABASE_URL": "postgresql://hitl@db.example:5432/hitl"}
+       "HITL_BRIDGE_DATABASE_URL": "postgresql://hitl@db.example:5432/hitl",
+       "RELEASE_BOT_TOKEN": "release-bot-token-0123456789"}
 
 
 def test_there_are_examples() -> None:

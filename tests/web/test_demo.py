@@ -9,9 +9,10 @@ import re
 from pathlib import Path
 
 import httpx
+from hitl_bridge_client import verify_callback
 
 from bridge.cli import build_parser
-from bridge.demo import run_demo, verify_signature
+from bridge.demo import run_demo
 from tests.harness import make_settings, wait_for
 from tests.web.helpers import Person
 
@@ -93,10 +94,10 @@ def test_receiver_signature_check() -> None:
 
     body, headers = signed_request("s" * 32, {"a": 1}, "r_1", "answered")
     lower = {k.lower(): v for k, v in headers.items()}
-    assert verify_signature("s" * 32, lower, body)
-    assert not verify_signature("t" * 32, lower, body)
-    assert not verify_signature("s" * 32, lower, body + b" ")
-    assert not verify_signature("s" * 32, {**lower, "x-hitl-timestamp": str(int(time.time()) - 3600)}, body)
+    assert verify_callback("s" * 32, lower, body)
+    assert not verify_callback("t" * 32, lower, body)
+    assert not verify_callback("s" * 32, lower, body + b" ")
+    assert not verify_callback("s" * 32, {**lower, "x-hitl-timestamp": str(int(time.time()) - 3600)}, body)
 
 
 async def test_demo_receiver_refuses_forged_callbacks() -> None:

@@ -1,0 +1,108 @@
+"""The asyncio client: the same calls as `Client`, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+
+import httpx
+
+from hitl_bridge_client import calls
+from hitl_bridge_client.answers import Answer, Questions, Views, approval_body, approved, asked
+from hitl_bridge_client.calls import Flow
+from hitl_bridge_client.transport import Endpoint, Retry, result
+
+T = TypeVar("T")
+AsyncFn = Callable[..., Awaitable[Any]]
+
+
+class AsyncClient:
+    """`Client` for asyncio code (see its methods); `require_approval` decorates `async def`
+    functions. Its connections belong to the event loop that made them: used from a new
+    loop (another `asyncio.run`), it opens new ones."""
+
+    def __init__(self, base_url: str | None = None, *, token: str | None = None,
+                 unavailable_after: float = 300.0, http: httpx.AsyncClient | None = None) -> None:
+        self.endpoint = Endpoint.resolve(base_url, token, unavailable_after)
+        self.base_url = self.endpoint.base_url
+        self._http = http
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the pool made here (None: given)
+
+    async def ask(self, title: str, questions: Questions | None = None, *, max_wait: float | None = None,
+                  **fields: Any) -> Answer:
+        return await self._run(calls.ask(asked(title, questions, fields), max_wait))
+
+    def require_approval(self, title: str | None = None, **fields: Any) -> Callable[[AsyncFn], AsyncFn]:
+        def decorate(fn: AsyncFn) -> AsyncFn:
+            @functools.wraps(fn)
+            async def guarded(*args: Any, **kwargs: Any) -> Any:
+                approved(await self._run(calls.ask(approval_body(fn, args, kwargs, title, dict(fields)))))
+                return await fn(*args, **kwargs)
+            return guarded
+        return decorate
+
+    async def create(self, body: dict[str, Any]) -> str:
+        return await self._run(calls.create(body))
+
+    async def wait(self, request_id: str, max_wait: float | None = None) -> Answer:
+        return await self._run(calls.wait(request_id, max_wait))
+
+    async def get(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
+        return await self._run(calls.get(request_id, wait))
+
+    async def list(self, state: str | list[str] | None = None, *, source: str | None = None,
+                   route: str | None = None, limit: int = 100, offset: int = 0) -> Views:
+        return await self._run(calls.list_requests(state, source=source, route=route, limit=limit, offset=offset))
+
+    async def answer(self, request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
+                     responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        return await self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason))
+
+    async def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> dict[str, Any]:
+        return await self._run(calls.cancel(request_id, reason, actor=actor))
+
+    async def redeliver(self, request_id: str) -> dict[str, Any]:
+        return await self._run(calls.redeliver(request_id))
+
+    async def events(self, request_id: str) -> Views:
+        return await self._run(calls.events(request_id))
+
+    async def sources(self) -> Views:
+        return await self._run(calls.sources())
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._http is None or (self._loop is not None and self._loop is not loop):
+            self._http, self._loop = httpx.AsyncClient(), loop  # a dead loop's pool cannot be closed
+        return self._http
+
+    async def _run(self, flow: Flow[T]) -> T:
+        reply: Any = None
+        try:
+            while True:
+                reply = await self._send(flow.send(reply))
+        except StopIteration as done:
+            return cast(T, done.value)
+
+    async def _send(self, call: calls.Call) -> Any:
+        retry = Retry(self.endpoint, call)
+        while True:
+            try:
+                return result(await self._client().request(
+                    call.method, self.base_url + call.path, params=call.params, json=call.json,
+                    headers=self.endpoint.headers, timeout=call.timeout))
+            except httpx.TransportError as exc:  # the daemon restarting: wait, then again
+                await asyncio.sleep(retry.delay(exc))

@@ -1,0 +1,79 @@
+"""What can go wrong when asking, each with a name that says it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hitl_bridge_client.answers import Answer
+
+
+class BridgeError(Exception):
+    """Base of the errors this client raises."""
+
+
+class BridgeUnavailable(BridgeError):
+    """The daemon did not answer for longer than the client's `unavailable_after`."""
+
+
+class BridgeRefused(BridgeError):
+    """The daemon refused the call: `status` (HTTP) and `detail` (the API's reason)."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(f"the bridge refused the call ({status}): {detail}")
+        self.status = status
+        self.detail = detail
+
+
+class Unauthorized(BridgeRefused):
+    """401/403: no token, or a wrong one (`HITL_BRIDGE_TOKEN`)."""
+
+
+class NotFound(BridgeRefused):
+    """404: no such request."""
+
+
+class Conflict(BridgeRefused):
+    """409: the request is closed already (answered by someone else, cancelled...)."""
+
+
+class InvalidRequest(BridgeRefused):
+    """400/413/422: the body does not fit the API (the detail names the field)."""
+
+
+REFUSALS: dict[int, type[BridgeRefused]] = {
+    400: InvalidRequest, 401: Unauthorized, 403: Unauthorized, 404: NotFound, 409: Conflict,
+    413: InvalidRequest, 422: InvalidRequest,
+}
+
+
+def refusal(status: int, detail: str) -> BridgeRefused:
+    return REFUSALS.get(status, BridgeRefused)(status, detail)
+
+
+class NoAnswer(BridgeError):
+    """The request closed without an answer: `state` is expired, cancelled or failed."""
+
+    def __init__(self, request_id: str, state: str, error: str | None) -> None:
+        super().__init__(f"request {request_id} {state} without an answer" + (f": {error}" if error else ""))
+        self.request_id = request_id
+        self.state = state
+        self.error = error
+
+
+class StillOpen(BridgeError):
+    """`wait(..., timeout=)` ran out while the request was still open (it stays open)."""
+
+    def __init__(self, request_id: str, state: str) -> None:
+        super().__init__(f"request {request_id} is still {state}")
+        self.request_id = request_id
+        self.state = state
+
+
+class Rejected(BridgeError):
+    """An approval was rejected (by a person, or by the route's `on_timeout` answer)."""
+
+    def __init__(self, answer: Answer) -> None:
+        super().__init__(f"rejected by {answer.responder_name}" + (f": {answer.reason}" if answer.reason else ""))
+        self.answer = answer
+        self.reason = answer.reason
