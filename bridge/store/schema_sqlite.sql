@@ -10,7 +10,8 @@ CREATE TABLE IF NOT EXISTS requests (
   deadline TEXT,
   next_reminder_at TEXT,
   next_escalation_at TEXT,
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  step_due_at TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_external ON requests(source, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS ix_requests_state ON requests(state, created_at);
