@@ -201,8 +201,7 @@ class SQLiteStore(Store):
             if lost is not None:
                 raise lost  # never acknowledge a write into a file that is no longer there
             if sqlite_wal.over_hard_limit(self.path):
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                sqlite_wal.truncate_now(conn)
             conn.execute("BEGIN IMMEDIATE")
             for fn, future in batch:
                 conn.execute("SAVEPOINT one")

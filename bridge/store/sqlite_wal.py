@@ -8,11 +8,12 @@ until a clean shutdown. Here:
 
 - a second connection, in its own thread, runs a PASSIVE checkpoint at most once a second
   when the WAL changed: no commit waits for the checkpoint's fsync;
-- once the WAL passes SOFT_LIMIT it runs TRUNCATE instead: commits wait for that one
-  checkpoint (tens of ms), then the WAL starts over from zero bytes;
+- once the WAL passes SOFT_LIMIT it follows that with a TRUNCATE checkpoint: commits wait
+  for it, but only for the pages written since the PASSIVE one; then the WAL starts over
+  from zero bytes;
 - `journal_size_limit` (SOFT_LIMIT) trims a WAL that starts over by itself;
-- should the WAL still pass HARD_LIMIT (the checkpointer starved), the next commit
-  checkpoints first (`over_hard_limit`).
+- should the WAL still pass HARD_LIMIT (writes faster than the checkpointer), the next
+  commit checkpoints and truncates it first (`truncate_now`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ HARD_LIMIT = 48 * 1024 * 1024
 TICK_S = 0.25
 PASSIVE_EVERY_S = 1.0
 CHECKPOINT_BUSY_MS = 2000  # how long a TRUNCATE waits for readers before it settles for less
+HOLD_S = 5.0  # the longest a commit waits for the WAL to be truncated past HARD_LIMIT
 
 
 def wal_of(db: Path) -> Path:
@@ -48,6 +50,24 @@ def stamp(path: Path) -> tuple[int, int] | None:
 def over_hard_limit(db: Path) -> bool:
     found = stamp(wal_of(db))
     return found is not None and found[1] > HARD_LIMIT
+
+
+def truncate_now(conn: sqlite3.Connection) -> None:
+    """Checkpoint and truncate the WAL before the next commit, waiting (up to HOLD_S) for a
+    checkpoint already running on the other connection to let go. A WAL past HARD_LIMIT
+    means the checkpointer fell behind: writers wait rather than let the file grow."""
+    deadline = time.monotonic() + HOLD_S
+    while True:
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.Error as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) or 0
+            if code & 0xFF not in (5, 6):  # not busy/locked (full, I/O): the commit will tell
+                return
+            busy = 1
+        if not busy or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
 
 
 async def prepare(conn: aiosqlite.Connection) -> None:
@@ -70,7 +90,9 @@ async def keep_small(conn: aiosqlite.Connection, db: Path, on_error: Callable[[s
         if not big and time.monotonic() - passive_at < PASSIVE_EVERY_S:
             continue
         try:
-            await conn.execute(f"PRAGMA wal_checkpoint({'TRUNCATE' if big else 'PASSIVE'})")
+            await conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            if big:  # most pages are copied by now, without blocking anyone: the blocking part is short
+                await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error as exc:  # busy, full or I/O trouble: told once, tried again next round
             on_error(exc)
             continue
