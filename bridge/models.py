@@ -280,13 +280,16 @@ class Answer(BaseModel):
     reason: str | None = None
 
 
+StepKind = Literal["remind", "escalate", "page"]
+
+
 class TimerStep(BaseModel):
     """A reminder or escalation post claimed in the store but not yet carried out. The
     replica that claimed it holds it until `lease_until` (renewed while it works); past
     that, any replica takes it over, so a step whose replica died is still carried out."""
 
     id: str  # "remind:3", "escalate:1", "page:1:2": unique within the request
-    kind: Literal["remind", "escalate", "page"]
+    kind: StepKind
     targets: list[str]
     lease_until: datetime
     owner: str = ""  # the replica holding it (host:pid:…), for show and logs
