@@ -47,6 +47,7 @@ class TimerActions:
         self.store = service.store
         #: who holds the steps this process claims (shown when another replica takes one over)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+        self.renew_every_s = RENEW_EVERY_S
 
     async def fire(self, request: Request, now: datetime) -> Request:
         """Apply every timer of `request` due at `now`; return the request as stored after.
@@ -240,7 +241,7 @@ class TimerActions:
         work fails, the step stays and is taken over when its lease ends."""
         work = asyncio.ensure_future(self._perform(request_id, step))
         try:
-            while not (await asyncio.wait({work}, timeout=RENEW_EVERY_S))[0]:
+            while not (await asyncio.wait({work}, timeout=self.renew_every_s))[0]:
                 await self._update_step(request_id, step.id, renew=True)
         finally:
             if not work.done():

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +24,7 @@ from bridge.http.loopback import serving
 from bridge.models import Answer, RequestState, Responder
 from bridge.store.sqlite import SQLiteStore
 from tests.harness import ManualClock, running_bridge, wait_for
+from tests.store.process import start_daemon
 
 REQUESTS = 40
 KILL_AT = 20  # the daemon dies right after the 20th callback got its 200
@@ -45,20 +45,6 @@ class KillingReceiver:
         if self.calls == KILL_AT:
             return Response(status_code=200, background=BackgroundTask(os.kill, self.pid, signal.SIGKILL))
         return Response(status_code=200)
-
-
-async def start_daemon(config: Path, cwd: Path) -> tuple[asyncio.subprocess.Process, str]:
-    exe = Path(sys.executable).parent / "hitl-bridge"
-    proc = await asyncio.create_subprocess_exec(str(exe), "-c", str(config), "serve", cwd=cwd,
-                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-    assert proc.stdout is not None
-    seen = []
-    while True:
-        line = (await asyncio.wait_for(proc.stdout.readline(), timeout=60)).decode()
-        seen.append(line)
-        assert line, f"the daemon ended before listening: {''.join(seen)}"
-        if "listening on " in line:
-            return proc, line.split("listening on ", 1)[1].split()[0]
 
 
 async def answer_all(base: str, callback: str) -> dict[str, bool]:
