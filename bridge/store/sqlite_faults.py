@@ -143,7 +143,7 @@ class FileGuard:
             what = f"the store file {self.path} is read-only"
         else:
             return None
-        return StoreUnavailable(f"store read-only: {what}; the bridge cannot start again like this",
+        return StoreUnavailable(f"store read-only: {what}; the bridge may not start again like this",
                                 fix=writable_fix(self.path))
 
 

@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 
 from bridge.config import Settings
-from bridge.store import StoreError, Vote, open_store_from_url, redact_url
+from bridge.store import StoreError, StoreUnavailable, Vote, open_store_from_url, redact_url
 from bridge.store.pg_support import MARKER, PostgresURL, decode_text, encode_text
 from bridge.store.postgres import PostgresStore
 from tests.store.conftest import with_search_path
@@ -92,6 +92,22 @@ async def test_missing_schema_names_the_fix(postgres_admin_url: str) -> None:
     store = PostgresStore(with_search_path(postgres_admin_url, "hitl_no_such_schema_here"))
     with pytest.raises(StoreError, match="CREATE SCHEMA"):
         await store.open()
+
+
+@pytest.mark.postgres
+async def test_a_server_that_refuses_writes_is_store_read_only(postgres_url: str) -> None:
+    """A standby, or a session made read-only: the start is a clear error, and on a store
+    already open the probe reports it failing."""
+    writable = PostgresStore(postgres_url)
+    await writable.open()
+    try:
+        assert (await writable.check()).ok
+    finally:
+        await writable.close()
+    read_only = PostgresStore(postgres_url + "&default_transaction_read_only=on")
+    with pytest.raises(StoreUnavailable, match="store read-only: the PostgreSQL server refuses writes") as excinfo:
+        await read_only.open()
+    assert "primary" in excinfo.value.fix
 
 
 @pytest.mark.postgres
