@@ -48,6 +48,7 @@ class TimerActions:
         #: who holds the steps this process claims (shown when another replica takes one over)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
         self.renew_every_s = RENEW_EVERY_S
+        self._working: set[tuple[str, str]] = set()  # (request id, step id) being carried out here
 
     async def fire(self, request: Request, now: datetime) -> Request:
         """Apply every timer of `request` due at `now`; return the request as stored after.
@@ -219,6 +220,9 @@ class TimerActions:
         """Claim `step`, whose replica did not finish it within its lease (or, at a start on
         a store no one else uses, never will), and carry it out."""
 
+        if (request.id, step.id) in self._working:
+            return request  # still at work here (its renewal failed): not ours to redo
+
         def take(current: Request) -> bool:
             found = next((s for s in current.timer_steps if s.id == step.id), None)
             if found is None or found.lease_until != step.lease_until or not current.is_open:
@@ -239,15 +243,23 @@ class TimerActions:
     async def _carry_out(self, request_id: str, step: TimerStep) -> None:
         """Do the step's channel work, renewing its lease meanwhile; then remove it. If the
         work fails, the step stays and is taken over when its lease ends."""
-        work = asyncio.ensure_future(self._perform(request_id, step))
+        key = (request_id, step.id)
+        self._working.add(key)
         try:
-            while not (await asyncio.wait({work}, timeout=self.renew_every_s))[0]:
-                await self._update_step(request_id, step.id, renew=True)
+            work = asyncio.ensure_future(self._perform(request_id, step))
+            try:
+                while not (await asyncio.wait({work}, timeout=self.renew_every_s))[0]:
+                    try:
+                        await self._update_step(request_id, step.id, renew=True)
+                    except Exception as exc:  # keep working: the post in flight is not undone
+                        log.warning("could not renew the lease of %s of %s: %s", step.id, request_id, exc)
+            finally:
+                if not work.done():
+                    work.cancel()
+            work.result()
+            updated = await self._update_step(request_id, step.id, renew=False)
         finally:
-            if not work.done():
-                work.cancel()
-        work.result()
-        updated = await self._update_step(request_id, step.id, renew=False)
+            self._working.discard(key)
         if updated is not None:
             for hook in self.service.on_created:  # its instants changed: the scheduler re-arms
                 hook(updated)

@@ -175,6 +175,8 @@ def commit_test(conn: sqlite3.Connection) -> None:
 
 def probe(conn: sqlite3.Connection, guard: FileGuard, *, test_commit: bool) -> Check:
     """The store's health, run in the connection's thread (see the module docstring)."""
+    if guard.identity is None:  # an in-memory database: no file to watch
+        return Check(COMPONENT, Status.ok, "SQLite store in memory")
     problem: StoreError | None = guard.verify(conn) or guard.access_problem()
     if problem is None:
         try:
