@@ -38,16 +38,25 @@ async def migrate(conn: asyncpg.Connection) -> None:
         raise StoreError(
             f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
         )
-    if version and not await conn.fetchval(
-            "SELECT 1 FROM information_schema.columns WHERE table_schema=current_schema() "
-            "AND table_name='requests' AND column_name='step_due_at'"):
-        await conn.execute("ALTER TABLE requests ADD COLUMN step_due_at TIMESTAMPTZ")  # older bridges ignore it
+    if version:  # columns added without a version bump (older bridges ignore them)
+        if not await _has_column(conn, "requests", "step_due_at"):
+            await conn.execute("ALTER TABLE requests ADD COLUMN step_due_at TIMESTAMPTZ")
+        if not await _has_column(conn, "outbox", "source"):
+            await conn.execute("ALTER TABLE outbox ADD COLUMN source TEXT")
+            await conn.execute("UPDATE outbox o SET source=r.source FROM requests r WHERE r.id=o.request_id "
+                               "AND NOT o.done")
     await conn.execute(SCHEMA)
     await conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
         "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
         str(SCHEMA_VERSION),
     )
+
+
+async def _has_column(conn: asyncpg.Connection, table: str, column: str) -> bool:
+    return bool(await conn.fetchval(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema=current_schema() AND table_name=$1 "
+        "AND column_name=$2", table, column))
 
 
 UPDATE_REQUEST = (

@@ -45,9 +45,11 @@ CREATE TABLE IF NOT EXISTS outbox (
   created_at TEXT NOT NULL,
   last_error TEXT,
   dead INTEGER NOT NULL DEFAULT 0,
-  done INTEGER NOT NULL DEFAULT 0
+  done INTEGER NOT NULL DEFAULT 0,
+  source TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_outbox_due ON outbox(done, dead, due_at);
+CREATE INDEX IF NOT EXISTS ix_outbox_failing ON outbox(source) WHERE done=0 AND dead=0 AND attempts>0;
 CREATE INDEX IF NOT EXISTS ix_outbox_request ON outbox(request_id);
 CREATE TABLE IF NOT EXISTS votes (
   request_id TEXT NOT NULL,

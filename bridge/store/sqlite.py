@@ -35,6 +35,7 @@ from bridge.store.base import OutboxItem, OutboxStats, Store, StoreError, Vote, 
 from bridge.store.codec import STUCK_DELIVERED, load_request, move, parse_ts, request_columns, ts
 from bridge.store.sqlite_faults import FileGuard, fault_of, open_error
 from bridge.store.sqlite_rows import (
+    INSERT_OUTBOX,
     INSERT_REQUEST,
     OUTBOX_COLUMNS,
     insert_event,
@@ -346,10 +347,7 @@ class SQLiteStore(Store):
             if event is not None:
                 insert_event(conn, event)
             if enqueue is not None:
-                conn.execute(
-                    "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES (?,?,?,?)",
-                    (request_id, enqueue, ts(now), ts(now)),
-                )
+                conn.execute(INSERT_OUTBOX, {"rid": request_id, "state": enqueue, "due": ts(now), "created": ts(now)})
             return request
 
         return await self._run(txn)
@@ -449,10 +447,8 @@ class SQLiteStore(Store):
     # outbox -----------------------------------------------------------------------------
     async def enqueue(self, request_id: str, state: str, due_at: datetime) -> int:
         def txn(conn: sqlite3.Connection) -> int:
-            cur = conn.execute(
-                "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES (?,?,?,?)",
-                (request_id, state, ts(due_at), ts(due_at)),
-            )
+            cur = conn.execute(INSERT_OUTBOX, {"rid": request_id, "state": state, "due": ts(due_at),
+                                               "created": ts(due_at)})
             return int(cur.lastrowid or 0)
 
         return await self._run(txn)
@@ -515,10 +511,10 @@ class SQLiteStore(Store):
         def txn(conn: sqlite3.Connection) -> OutboxStats:
             pending, dead = conn.execute(
                 "SELECT COALESCE(SUM(dead=0), 0), COALESCE(SUM(dead=1), 0) FROM outbox WHERE done=0").fetchone()
-            failing = conn.execute(
-                "SELECT r.source, COUNT(*) FROM outbox o JOIN requests r ON r.id=o.request_id "
-                "WHERE o.done=0 AND o.dead=0 AND o.attempts>0 GROUP BY r.source").fetchall()
-            return OutboxStats(pending=pending, dead=dead, failing={source: n for source, n in failing})
+            failing = conn.execute(  # ix_outbox_failing: the index alone answers
+                "SELECT source, COUNT(*) FROM outbox INDEXED BY ix_outbox_failing "
+                "WHERE done=0 AND dead=0 AND attempts>0 GROUP BY source").fetchall()
+            return OutboxStats(pending=pending, dead=dead, failing={source or "-": n for source, n in failing})
 
         return await self._read(txn)
 

@@ -19,6 +19,9 @@ COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadl
 INSERT_REQUEST = (f"INSERT INTO requests ({COLUMNS}) VALUES (:id, :source, :external_id, :state, :route, "
                   ":created_at, :updated_at, :deadline, :next_reminder_at, :next_escalation_at, :step_due_at, :body)")
 OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
+#: an outbox entry keeps its request's source, so /metrics counts failing ones by source from an index
+INSERT_OUTBOX = ("INSERT INTO outbox (request_id, source, state, due_at, created_at) "
+                 "VALUES (:rid, (SELECT source FROM requests WHERE id=:rid), :state, :due, :created)")
 _SIZE = re.compile(r"^(\d+)\s*([kmg]?)(?:i?b)?$", re.IGNORECASE)
 
 
@@ -41,9 +44,15 @@ def migrate(conn: sqlite3.Connection) -> None:
         raise StoreError(
             f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
         )
+    # columns added without a version bump (older bridges ignore them), before the indexes on them
     columns = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}
-    if columns and "step_due_at" not in columns:  # added without a version bump: older bridges ignore it
+    if columns and "step_due_at" not in columns:
         conn.execute("ALTER TABLE requests ADD COLUMN step_due_at TEXT")
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
+    if columns and "source" not in columns:
+        conn.execute("ALTER TABLE outbox ADD COLUMN source TEXT")
+        conn.execute("UPDATE outbox SET source=(SELECT r.source FROM requests r WHERE r.id=outbox.request_id) "
+                     "WHERE done=0")
     script = resources.files("bridge.store").joinpath("schema_sqlite.sql").read_text()
     for statement in script.split(";"):
         if statement.strip():
