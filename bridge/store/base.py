@@ -267,7 +267,8 @@ class Store(abc.ABC):
     # timers -----------------------------------------------------------------------------
     @abc.abstractmethod
     async def list_timed(self) -> list[Request]:
-        """Open requests with a deadline, a reminder or an escalation due (for the scheduler)."""
+        """Open requests with a deadline, a reminder, an escalation or a claimed step due
+        (for the scheduler)."""
 
     @abc.abstractmethod
     async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
