@@ -11,7 +11,8 @@ until a clean shutdown. Here:
 - once the WAL passes SOFT_LIMIT it follows that with a TRUNCATE checkpoint: commits wait
   for it, but only for the pages written since the PASSIVE one; then the WAL starts over
   from zero bytes;
-- `journal_size_limit` (SOFT_LIMIT) trims a WAL that starts over by itself;
+- `journal_size_limit` (SOFT_LIMIT) trims a WAL that starts over by itself, and once
+  writes stop for IDLE_S the WAL is truncated to nothing (not only at a clean shutdown);
 - should the WAL still pass HARD_LIMIT (writes faster than the checkpointer), the next
   commit checkpoints and truncates it first (`truncate_now`).
 """
@@ -32,6 +33,7 @@ TICK_S = 0.25
 PASSIVE_EVERY_S = 1.0
 CHECKPOINT_BUSY_MS = 2000  # how long a TRUNCATE waits for readers before it settles for less
 HOLD_S = 5.0  # the longest a commit waits for the WAL to be truncated past HARD_LIMIT
+IDLE_S = 5.0  # no write for this long after a checkpoint: the WAL is truncated to zero bytes
 
 
 def wal_of(db: Path) -> Path:
@@ -85,6 +87,12 @@ async def keep_small(conn: aiosqlite.Connection, db: Path, on_error: Callable[[s
         await asyncio.sleep(TICK_S)
         now = stamp(wal)
         if now is None or now == done_at:
+            if now and now[1] and time.monotonic() - passive_at > IDLE_S:  # writes stopped: give the disk back
+                try:
+                    await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                except sqlite3.Error as exc:
+                    on_error(exc)
+                done_at = stamp(wal)
             continue  # nothing written since: an idle daemon does no checkpoint work
         big = now[1] > SOFT_LIMIT
         if not big and time.monotonic() - passive_at < PASSIVE_EVERY_S:

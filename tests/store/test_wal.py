@@ -1,6 +1,6 @@
 """The SQLite WAL stays bounded under writes that never pause (a PASSIVE checkpoint alone
-never catches up with them: the WAL grew to 1.14 GB in a 60,000-request soak), and goes
-back under the soft limit once the writes stop."""
+never catches up with them: the WAL grew to 1.14 GB in a 60,000-request soak), and is
+truncated once the writes stop."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ async def test_wal_stays_bounded_under_nonstop_writes(tmp_path: Path) -> None:
         assert max(sizes) <= TARGET, f"WAL reached {max(sizes) / 2**20:.1f} MiB"
         assert max(sizes) <= HARD_LIMIT + 4 * CHUNK * 2  # at most one batch of writes past the hard limit
         assert any(size > SOFT_LIMIT for size in sizes)  # the test did push it past the soft limit
-        await wait_for(lambda: wal.stat().st_size <= SOFT_LIMIT, timeout=20)  # and it came back down
+        # once writes stop it is given back to the disk, not kept until a clean shutdown
+        await wait_for(lambda: wal.stat().st_size == 0, timeout=30)
         assert len(await store.kv_items("soak")) == 4 * 340
     finally:
         await store.close()
