@@ -10,6 +10,7 @@ ahead, so two replicas never deliver the same entry at once. Text goes through
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -42,6 +43,7 @@ _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, async
          asyncpg.AdminShutdownError, TimeoutError)
 _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
 _DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
+RECHECK_S = 5.0
 
 
 class PostgresStore(Store):
@@ -60,6 +62,7 @@ class PostgresStore(Store):
         self._leads = AdvisoryLeads(self.options.dsn, {
             "timeout": connect_timeout, "statement_cache_size": self.options.statement_cache_size,
             "server_settings": self.options.server_settings or None})
+        self._recovery: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
@@ -81,6 +84,11 @@ class PostgresStore(Store):
             raise
 
     async def close(self) -> None:
+        if self._recovery is not None:
+            self._recovery.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recovery
+            self._recovery = None
         await self._leads.close()
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -112,6 +120,21 @@ class PostgresStore(Store):
                 raise
             self.report_fault(mapped)
             raise mapped from exc
+
+    def report_fault(self, error: StoreError) -> None:
+        super().report_fault(error)
+        if self.health is not None and (self._recovery is None or self._recovery.done()):
+            self._recovery = asyncio.get_running_loop().create_task(self._until_recovered())
+
+    async def _until_recovered(self) -> None:
+        """After a fault, check every RECHECK_S until the store is well, so that the
+        recovery is logged (and /readyz is right) even when nobody asks meanwhile."""
+        while self.health is not None:
+            await asyncio.sleep(RECHECK_S)
+            found = await self.check()
+            self.health.report(found.component, found.status, found.summary, found.fix)
+            if found.ok:
+                return
 
     @property
     def _where(self) -> str:

@@ -11,9 +11,11 @@ import asyncpg
 import pytest
 
 from bridge.config import Settings
+from bridge.health import Health, Status
 from bridge.store import StoreError, StoreUnavailable, Vote, open_store_from_url, redact_url
 from bridge.store.pg_support import MARKER, PostgresURL, decode_text, encode_text
 from bridge.store.postgres import PostgresStore
+from tests.harness import wait_for
 from tests.store.conftest import with_search_path
 from tests.store.helpers import at
 
@@ -108,6 +110,23 @@ async def test_a_server_that_refuses_writes_is_store_read_only(postgres_url: str
     with pytest.raises(StoreUnavailable, match="store read-only: the PostgreSQL server refuses writes") as excinfo:
         await read_only.open()
     assert "primary" in excinfo.value.fix
+
+
+@pytest.mark.postgres
+async def test_after_a_fault_the_store_checks_itself_until_it_is_well(postgres_url: str) -> None:
+    """A fault (here a lost connection, reported as a replica meets it) makes the store
+    failing at once; it then checks itself, so the recovery shows without anyone asking."""
+    store = PostgresStore(postgres_url)
+    await store.open()
+    health = Health()
+    store.watch(health)
+    try:
+        store.report_fault(StoreUnavailable("store unavailable: PostgreSQL connection lost: test"))
+        failing = health.current("store")
+        assert failing is not None and failing.status is Status.failing
+        await wait_for(lambda: (found := health.current("store")) is not None and found.ok, timeout=20)
+    finally:
+        await store.close()
 
 
 @pytest.mark.postgres
