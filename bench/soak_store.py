@@ -68,12 +68,19 @@ def size_of(path: Path) -> int:
         return 0
 
 
-async def sample(pid: int, wal: Path, into: Samples, stop: asyncio.Event) -> None:
+async def sample(pid: int, wal: Path, into: Samples, stop: asyncio.Event, progress: dict[str, int]) -> None:
+    """Sample every 100 ms; a progress line on stderr every 15 s."""
+    shown = time.monotonic()
     while not stop.is_set():
         size, rss = size_of(wal), rss_of(pid)
         into.wal_max = max(into.wal_max, size)
         into.rss_max = max(into.rss_max, rss)
         into.rss_last = rss or into.rss_last
+        if time.monotonic() - shown >= 15:
+            shown = time.monotonic()
+            print(f"  {progress['answered']:,} answered, {progress['delivered']:,} delivered, "
+                  f"WAL {size / MiB:.1f} MiB (max {into.wal_max / MiB:.1f}), RSS {rss / MiB:.0f} MiB",
+                  file=sys.stderr, flush=True)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.1)
 
@@ -86,7 +93,7 @@ async def daemon(tmp: str) -> AsyncIterator[tuple[str, int, Path]]:
     config = Path(tmp) / "soak.yaml"
     config.write_text(f"store: {{url: 'sqlite:///{db}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
                       "sources: [{type: webhook}]\nlog_level: WARNING\n"
-                      "delivery: {first_retry: 1h, max_backoff: 1h}\n")  # failing ones wait: /metrics is timed alone
+                      "delivery: {first_retry: 1h, max_backoff: 1h, timeout: 60s}\n")  # failing ones wait
     exe = Path(sys.executable).parent / "hitl-bridge"
     with (Path(tmp) / "daemon.log").open("w") as out:
         proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
@@ -101,10 +108,11 @@ async def daemon(tmp: str) -> AsyncIterator[tuple[str, int, Path]]:
 
 
 async def create_and_answer(client: aiohttp.ClientSession, total: int, prefix: str, callback: str,
-                            concurrency: int) -> int:
+                            concurrency: int, progress: dict[str, int] | None = None) -> int:
     """Create `total` requests with `callback` and answer each; returns how many got a 5xx."""
     counter = iter(range(total))
     errors = 0
+    progress = progress if progress is not None else {"answered": 0}
 
     async def worker() -> None:
         nonlocal errors
@@ -118,6 +126,7 @@ async def create_and_answer(client: aiohttp.ClientSession, total: int, prefix: s
             async with client.post(f"/v1/requests/{data['id']}/answer", json={"value": "yes"}) as r:
                 await r.read()
                 errors += r.status >= 500
+            progress["answered"] += 1
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
     return errors
@@ -143,14 +152,13 @@ async def main() -> None:
     parser.add_argument("--failing", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
-    delivered = 0
+    progress = {"answered": 0, "delivered": 0}
     all_in = asyncio.Event()
 
     async def ok(request: Request) -> Response:
-        nonlocal delivered
         await request.body()
-        delivered += 1
-        if delivered >= args.requests:
+        progress["delivered"] += 1
+        if progress["delivered"] >= args.requests:
             all_in.set()
         return Response(status_code=204)
 
@@ -162,13 +170,19 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with serving(hooks, "the callback receiver") as hook_port, daemon(tmp) as (base, pid, db):
             samples, stop = Samples(), asyncio.Event()
-            sampler = asyncio.create_task(sample(pid, Path(f"{db}-wal"), samples, stop))
+            sampler = asyncio.create_task(sample(pid, Path(f"{db}-wal"), samples, stop, progress))
             connector = aiohttp.TCPConnector(limit=args.concurrency + 2)
             async with aiohttp.ClientSession(base, connector=connector) as client:
                 start = time.perf_counter()
                 errors = await create_and_answer(client, args.requests, "soak",
-                                                 f"http://127.0.0.1:{hook_port}/ok", args.concurrency)
-                await asyncio.wait_for(all_in.wait(), timeout=600)
+                                                 f"http://127.0.0.1:{hook_port}/ok", args.concurrency, progress)
+                try:
+                    await asyncio.wait_for(all_in.wait(), timeout=300)
+                except TimeoutError:
+                    _, body = await metrics_time(client, 1)
+                    log = (Path(tmp) / "daemon.log").read_text()[-3000:]
+                    sys.exit(f"only {progress['delivered']:,} of {args.requests:,} callbacks arrived within 5 "
+                             f"minutes\n{body}\n--- daemon log (end) ---\n{log}")
                 elapsed = time.perf_counter() - start
                 await asyncio.sleep(3)
                 wal_idle = size_of(Path(f"{db}-wal"))

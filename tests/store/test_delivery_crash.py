@@ -79,8 +79,12 @@ async def test_kill_9_while_callbacks_are_answered_loses_nothing(tmp_path: Path)
     async with serving(app, "the callback receiver") as port:
         proc, base = await start_daemon(config, tmp_path)
         receiver.pid = proc.pid
-        acknowledged = await answer_all(base, f"http://127.0.0.1:{port}/hook")
-        assert await asyncio.wait_for(proc.wait(), timeout=60) == -signal.SIGKILL
+        try:
+            acknowledged = await answer_all(base, f"http://127.0.0.1:{port}/hook")
+            assert await asyncio.wait_for(proc.wait(), timeout=60) == -signal.SIGKILL
+        finally:
+            if proc.returncode is None:
+                proc.kill()
         assert receiver.calls >= KILL_AT
         # the next start, once the dead daemon's delivery leases (timeout + 30 s) have run out
         clock = ManualClock(datetime.now(UTC) + timedelta(minutes=5))

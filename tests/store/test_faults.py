@@ -162,7 +162,12 @@ async def test_a_start_on_a_read_only_store_is_one_line(tmp_path: Path) -> None:
         proc = await asyncio.create_subprocess_exec(
             str(exe), "-c", str(config), "serve", cwd=tmp_path,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        _out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+        try:
+            _out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+        finally:
+            if proc.returncode is None:  # it started after all: do not leave it running
+                proc.kill()
+                await proc.wait()
     assert proc.returncode == 1
     lines = err.decode().strip().splitlines()
     assert lines == [lines[0]] and "Traceback" not in err.decode(), err.decode()
