@@ -31,7 +31,16 @@ import aiosqlite
 from bridge.health import Check
 from bridge.models import Answer, Event, Post, Request, RequestState
 from bridge.store import sqlite_faults, sqlite_wal
-from bridge.store.base import OutboxItem, OutboxStats, Store, StoreError, Vote, claim_holds
+from bridge.store.base import (
+    OutboxItem,
+    OutboxStats,
+    Store,
+    StoreError,
+    StoreFull,
+    StoreUnavailable,
+    Vote,
+    claim_holds,
+)
 from bridge.store.codec import STUCK_DELIVERED, load_request, move, parse_ts, request_columns, ts
 from bridge.store.sqlite_faults import FileGuard, fault_of, open_error
 from bridge.store.sqlite_rows import (
@@ -94,7 +103,8 @@ class SQLiteStore(Store):
                            f"journal_size_limit={sqlite_wal.SOFT_LIMIT}"):
                 await self._db.execute(f"PRAGMA {pragma}")
             if self.max_size is not None:
-                await self._db.execute(f"PRAGMA max_page_count={max(1, self.max_size // 4096)}")
+                [(page_size,)] = list(await self._db.execute_fetchall("PRAGMA page_size"))
+                await self._db.execute(f"PRAGMA max_page_count={max(1, self.max_size // page_size)}")
             await self._run(migrate)
             if self.in_memory:
                 return
@@ -106,9 +116,9 @@ class SQLiteStore(Store):
             await sqlite_wal.prepare(self._checkpointer)
         except BaseException as exc:
             await self.close()  # don't leak aiosqlite's threads when the file or schema is refused
-            if isinstance(exc, sqlite3.Error | OSError):
+            if isinstance(exc, sqlite3.Error | OSError | StoreFull | StoreUnavailable):
                 raise open_error(exc, self.path) from None
-            raise
+            raise  # a schema from a newer bridge, a cancelled start...
         self._upkeep = [
             asyncio.create_task(sqlite_wal.keep_small(self._checkpointer, self.path, self._checkpoint_failed)),
             asyncio.create_task(self._watch_loop()),
