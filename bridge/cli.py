@@ -27,7 +27,7 @@ from bridge.logs import configure_logging
 from bridge.models import QuestionKind, RequestState, Responder
 from bridge.router import Router
 from bridge.service import BridgeService
-from bridge.store import Store, open_store_from_url
+from bridge.store import Store, StoreError, open_store_from_url
 from bridge.timing_view import vote_line
 
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except StoreError as exc:  # one line, no traceback: a store that cannot be opened or used
+        print(f"store error: {exc}" + (f" (fix: {exc.fix})" if exc.fix else ""), file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
 

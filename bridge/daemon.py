@@ -104,6 +104,7 @@ class Daemon:
             self.store, router, SecretBox(self.settings.secrets.key), self.clock,
             channels=self.channels, sources={s.name: s for s in self.sources}, people=self.settings.directory,
         )
+        self.store.watch(self.service.health)  # faults as they happen; the probe on /readyz
         if self.settings.secrets.key is None:
             log.info("no secrets.key: secret answers are delivered but not kept")
         self.outbox = Outbox(self.service, self.settings.delivery)

@@ -311,6 +311,22 @@ class Answer(BaseModel):
     reason: str | None = None
 
 
+StepKind = Literal["remind", "escalate", "page"]
+
+
+class TimerStep(BaseModel):
+    """A reminder or escalation post claimed in the store but not yet carried out. The
+    replica that claimed it holds it until `lease_until` (renewed while it works); past
+    that, any replica takes it over, so a step whose replica died is still carried out."""
+
+    id: str  # "remind:3", "escalate:1", "page:1:2": unique within the request
+    kind: StepKind
+    targets: list[str]
+    lease_until: datetime
+    owner: str = ""  # the replica holding it (host:pid:…), for show and logs
+    takeovers: int = 0
+
+
 class Request(RequestIn):
     """A stored request: what came in plus routing and state."""
 
@@ -333,6 +349,12 @@ class Request(RequestIn):
     reminders_sent: int = 0
     next_reminder_at: datetime | None = None
     next_escalation_at: datetime | None = None
+    timer_steps: list[TimerStep] = Field(default_factory=list)
+
+    @property
+    def step_due_at(self) -> datetime | None:
+        """When the earliest claimed timer step may be taken over (its lease ends)."""
+        return min((s.lease_until for s in self.timer_steps), default=None)
 
     @property
     def is_open(self) -> bool:

@@ -3,6 +3,10 @@
 Delivery starts the moment an answer is committed (`kick`), not on a polling tick; failures
 are retried with exponential backoff and jitter until `delivery.give_up_after`, then the
 request is marked `failed` with the last error. Entries survive restarts (they are rows).
+A success marks the entry done and the request `delivered` in one transaction; a start
+first heals requests an older bridge left `answered` after a crash between the two.
+While the store fails (full, gone), the loop waits and tries again: the store reports the
+fault to the health registry, once.
 """
 
 from __future__ import annotations
@@ -18,11 +22,12 @@ from bridge.crypto import SecretLost
 from bridge.models import Answer, Request, RequestState
 from bridge.ports import Clock, DeliveryError, Outcome
 from bridge.service import BridgeService
-from bridge.store.base import OutboxItem, Store
+from bridge.store.base import OutboxItem, Store, StoreError
 
 log = logging.getLogger("hitl_bridge.outbox")
 
 NOT_KEPT = "[not kept]"
+STORE_RETRY_S = 1.0  # the store failed: wait this long before the next round
 
 
 class Outbox:
@@ -44,35 +49,56 @@ class Outbox:
 
     async def run(self) -> None:
         """Deliver due entries until cancelled."""
-        lease = self.settings.timeout.total_seconds() + 30
         try:
+            await self.heal()
             while True:
-                self._wake.clear()
-                await self._slots.acquire()
-                self._slots.release()
-                items = await self.store.claim_due(self.clock.now(), limit=self.settings.concurrency, lease_s=lease)
-                for item in items:
-                    await self._slots.acquire()
-                    task = asyncio.create_task(self._deliver_guarded(item))
-                    self._inflight[task] = item
-                    task.add_done_callback(self._forget)
-                if items:
-                    continue
-                next_due = await self.store.next_outbox_due()
-                # safety net for entries added by another process: replicas sharing the
-                # store (checked every second), or the CLI while this daemon was not answering
-                wait = 1.0 if self.store.shared else 5.0
-                if next_due is not None:
-                    wait = max(0.0, min(wait, (next_due - self.clock.now()).total_seconds()))
                 try:
-                    # asyncio.timeout, not wait_for: on 3.11 wait_for can turn a cancel that
-                    # arrives with the timeout into TimeoutError, and stop() then waits forever
-                    async with asyncio.timeout(wait):
-                        await self._wake.wait()
-                except TimeoutError:
-                    pass
+                    await self._round()
+                except StoreError as exc:  # reported to the health registry by the store itself
+                    log.debug("outbox round failed: %s", exc)
+                    await asyncio.sleep(STORE_RETRY_S)
         finally:
             await self._release_inflight()
+
+    async def heal(self) -> None:
+        """Requests left `answered` with a delivery that succeeded (see the module docstring)."""
+        while True:
+            try:
+                healed = await self.store.heal_deliveries(self.clock.now())
+                break
+            except StoreError:
+                await asyncio.sleep(STORE_RETRY_S)
+        if healed:
+            log.warning("%d request(s) were left answered although their delivery had succeeded "
+                        "(a crash before this version); now delivered: %s", len(healed), ", ".join(healed[:20]))
+
+    async def _round(self) -> None:
+        """Start the due deliveries, or wait until the next one is due (or a kick)."""
+        lease = self.settings.timeout.total_seconds() + 30
+        self._wake.clear()
+        await self._slots.acquire()
+        self._slots.release()
+        items = await self.store.claim_due(self.clock.now(), limit=self.settings.concurrency, lease_s=lease)
+        for item in items:
+            await self._slots.acquire()
+            task = asyncio.create_task(self._deliver_guarded(item))
+            self._inflight[task] = item
+            task.add_done_callback(self._forget)
+        if items:
+            return
+        next_due = await self.store.next_outbox_due()
+        # safety net for entries added by another process: replicas sharing the
+        # store (checked every second), or the CLI while this daemon was not answering
+        wait = 1.0 if self.store.shared else 5.0
+        if next_due is not None:
+            wait = max(0.0, min(wait, (next_due - self.clock.now()).total_seconds()))
+        try:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can turn a cancel that
+            # arrives with the timeout into TimeoutError, and stop() then waits forever
+            async with asyncio.timeout(wait):
+                await self._wake.wait()
+        except TimeoutError:
+            pass
 
     def _forget(self, task: asyncio.Task[Any]) -> None:
         self._inflight.pop(task, None)
@@ -98,6 +124,8 @@ class Outbox:
     async def _deliver_guarded(self, item: OutboxItem) -> None:
         try:
             await self.deliver(item)
+        except StoreError as exc:  # the entry stays leased, then is tried again; the store told the health
+            log.debug("outbox entry %s: %s", item.id, exc)
         except Exception:
             log.exception("outbox entry %s crashed", item.id)
         finally:
@@ -134,28 +162,20 @@ class Outbox:
         return request.answer.model_copy(update={"values": values})
 
     async def _succeeded(self, item: OutboxItem, request: Request) -> None:
+        """Entry done, request delivered (when it has an answer), the event, and a secret
+        not kept after its delivery: one transaction, so a crash leaves all or nothing."""
         now = self.clock.now()
-        await self.store.outbox_done(item.id)
-        self.delivered += 1
-        self.service.lifecycle.delivered(request, item.state, item.attempts + 1)
-        closed = {RequestState.answered, RequestState.expired}
-        if request.state in closed and request.answer is not None:
-            updated = await self.store.transition(
-                request.id, closed, RequestState.delivered,
-                event=self.service._event(request.id, "delivered", request.source, outcome=item.state,
-                                          attempts=item.attempts + 1),
-                now=now,
-            )
-        else:
-            await self.store.add_event(request.id, "delivered", request.source,
-                                       {"outcome": item.state, "attempts": item.attempts + 1}, now)
-            updated = None
+        forget = None
         if not self.service.secrets.persistent and request.answer and request.secret_question_ids:
             values = {k: (NOT_KEPT if k in request.secret_question_ids else v)
                       for k, v in request.answer.values.items()}
-            await self.store.update_request(
-                request.id, now=now, answer=request.answer.model_copy(update={"values": values})
-            )
+            forget = request.answer.model_copy(update={"values": values})
+        updated = await self.store.finish_delivery(
+            item.id, request.id, now=now, answer=forget,
+            event=self.service._event(request.id, "delivered", request.source, outcome=item.state,
+                                      attempts=item.attempts + 1))
+        self.delivered += 1
+        self.service.lifecycle.delivered(request, item.state, item.attempts + 1)
         if updated is not None:
             self.service.changes.publish(updated)
 

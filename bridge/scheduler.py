@@ -40,6 +40,7 @@ from bridge.escalation import TimerActions
 from bridge.models import Request
 from bridge.ports import Clock
 from bridge.service import BridgeService
+from bridge.store.base import StoreError
 from bridge.timers import EPSILON, next_instant
 
 log = logging.getLogger("hitl_bridge.timers")
@@ -149,25 +150,33 @@ class Scheduler:
             pass
 
     async def rebuild(self) -> int:
-        """Index every open request that has a timer; re-post escalations a crash cut short."""
+        """Index every open request that has a timer; finish the steps a crash cut short."""
         self.index.clear()
         timed = await self.service.store.list_timed()
-        escalated = []
+        unfinished = []
         for request in timed:
             self.index.arm(request.id, next_instant(request))
-            if request.escalation_level:
-                escalated.append(request)
-        if escalated:
-            self.service.background(self._repost_all(escalated), "repost escalations")
+            if request.escalation_level or request.timer_steps:
+                unfinished.append(request)
+        if unfinished:
+            self.service.background(self._resume_all(unfinished), "resume timer steps")
         log.info("timers rebuilt from the store: %d open request(s) with timers", len(self.index))
         return len(timed)
 
-    async def _repost_all(self, requests: list[Request]) -> None:
+    async def _resume_all(self, requests: list[Request]) -> None:
+        """Steps claimed before a restart: on a store no other process uses, their claimer
+        was this daemon's previous run, so they are taken over now rather than when their
+        lease ends. On a shared store another replica may be working on them: the lease decides."""
+        now = self.clock.now()
         for request in requests:
             try:
-                await self.actions.repost_escalated(request)
+                current = request
+                if not self.service.store.shared:
+                    for step in request.timer_steps:
+                        current = await self.actions.take_over(current, step, now)
+                await self.actions.repost_escalated(current)
             except Exception:
-                log.exception("re-posting the escalation of %s failed", request.id)
+                log.exception("resuming the timer steps of %s failed", request.id)
 
     async def resync(self) -> int:
         """Arm the timers the store has due within two RESYNC periods (requests another
@@ -224,6 +233,10 @@ class Scheduler:
                 self.index.arm(request_id, due_at)
                 return 0
             updated = await self.actions.fire(request, now)
+        except StoreError as exc:  # the store reported it (once); one line alike for every request
+            log.warning("timers: the store failed (%s); retrying in %s", exc, RETRY_AFTER)
+            self.index.arm(request_id, now + RETRY_AFTER)
+            return 0
         except Exception:
             log.exception("timer of %s failed; retrying in %s", request_id, RETRY_AFTER)
             self.index.arm(request_id, now + RETRY_AFTER)

@@ -30,7 +30,7 @@ from bridge.notify import ChangeFeed
 from bridge.people import People
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
-from bridge.store.base import Store, Vote
+from bridge.store.base import Store, StoreError, Vote
 from bridge.timers import initial_timers
 
 log = logging.getLogger("hitl_bridge")
@@ -74,6 +74,8 @@ class BridgeService:
                 await coro
             except asyncio.CancelledError:
                 raise
+            except StoreError as exc:  # the store reported it (once): one line, alike for every request
+                log.warning("background %s failed: %s", what.split()[0], exc)
             except Exception:
                 log.exception("background %s failed", what)
 

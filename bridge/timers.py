@@ -73,10 +73,12 @@ def initial_timers(request: Request, route: Route, now: datetime) -> None:
 
 
 def next_instant(request: Request) -> datetime | None:
-    """The earliest timer of an open request, or None when nothing is scheduled."""
+    """The earliest timer of an open request, or None when nothing is scheduled. A claimed
+    step (`timer_steps`) counts at the end of its lease: then it is taken over."""
     if not request.is_open:
         return None
-    instants = [t for t in (request.deadline, request.next_reminder_at, request.next_escalation_at) if t]
+    instants = [t for t in (request.deadline, request.next_reminder_at, request.next_escalation_at,
+                            request.step_due_at) if t]
     return min(instants) if instants else None
 
 

@@ -16,6 +16,7 @@ from bridge.http import api
 from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
 from bridge.service import BridgeService
+from bridge.store.base import StoreError
 
 COMPONENTS_KEY = "x-hitl-components"
 
@@ -86,6 +87,12 @@ def create_app(
             content={"detail": describe_errors(errors),
                      "errors": [{"loc": e.get("loc"), "msg": e.get("msg")} for e in errors[:20]]},
         )
+
+    @app.exception_handler(StoreError)
+    async def on_store_fault(_request: Request, exc: StoreError) -> JSONResponse:
+        # "store full: …" / "store unavailable: …": the caller may retry; the operator sees the
+        # fault once in the log and in /readyz (the store reported it), never a traceback per request
+        return JSONResponse(status_code=503, content={"detail": str(exc)}, headers={"Retry-After": "30"})
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:

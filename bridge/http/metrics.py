@@ -45,17 +45,11 @@ class Metrics:
         counts = await self.service.store.count_by_state()
         for state in RequestState:
             self.requests.labels(state=state.value).set(counts.get(state.value, 0))
-        items = await self.service.store.list_outbox()
-        self.outbox_pending.set(sum(1 for i in items if not i.dead))
-        self.outbox_dead.set(sum(1 for i in items if i.dead))
-        failing: dict[str, int] = {}
-        for item in items:
-            if item.attempts > 0 and not item.dead:
-                request = await self.service.store.get_request(item.request_id)
-                source = request.source if request else "-"
-                failing[source] = failing.get(source, 0) + 1
+        outbox = await self.service.store.outbox_stats()  # counted by the database: no row comes back
+        self.outbox_pending.set(outbox.pending)
+        self.outbox_dead.set(outbox.dead)
         self.outbox_failing.clear()
-        for source, n in failing.items():
+        for source, n in outbox.failing.items():
             self.outbox_failing.labels(source=source).set(n)
         for name, engine_source in self.service.sources.items():
             self.source_problems.labels(source=name).set(len(source_problems(engine_source)))

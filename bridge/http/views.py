@@ -9,7 +9,7 @@ from bridge.store.base import OutboxItem
 
 
 def request_view(request: Request) -> dict[str, Any]:
-    data = request.model_dump(mode="json", exclude={"answer", "callback", "source_ref"})
+    data = request.model_dump(mode="json", exclude={"answer", "callback", "source_ref", "timer_steps"})
     if request.callback is not None:
         data["callback"] = {"url": request.callback.url}
     if request.answer is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.store.base import OutboxItem, Store, StoreError, Vote
+from bridge.store.base import OutboxItem, OutboxStats, Store, StoreError, StoreFull, StoreUnavailable, Vote
 from bridge.store.pg_support import redact_url
 
 
@@ -20,4 +20,5 @@ def open_store_from_url(url: str) -> Store:
     raise StoreError(f"unsupported store url {redact_url(url)!r}")
 
 
-__all__ = ["OutboxItem", "Store", "StoreError", "Vote", "open_store_from_url", "redact_url"]
+__all__ = ["OutboxItem", "OutboxStats", "Store", "StoreError", "StoreFull", "StoreUnavailable", "Vote",
+           "open_store_from_url", "redact_url"]

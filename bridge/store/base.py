@@ -3,16 +3,42 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from bridge.health import Check, Health, Status
 from bridge.models import Answer, Event, Post, Request, RequestState
 
 
 class StoreError(Exception):
-    """The store could not do what was asked (schema too new, connection lost...)."""
+    """The store could not do what was asked (schema too new, connection lost...).
+
+    The message is fit for an API caller (no file path or password); `fix` tells the
+    operator what to do and goes to the log, `/readyz` and `doctor`."""
+
+    def __init__(self, message: str, fix: str = "") -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
+class StoreFull(StoreError):
+    """The database, or the disk under it, is full: nothing new can be kept until space is freed."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot keep writes right now: its file was deleted or replaced, it is
+    read-only, the disk fails, or the database server is gone."""
+
+
+@dataclass(frozen=True)
+class OutboxStats:
+    """What /metrics shows of the outbox, counted by the database (not row by row)."""
+
+    pending: int  # waiting or retrying
+    dead: int  # gave up (dead letters)
+    failing: dict[str, int]  # source -> entries still retrying after at least one failure
 
 
 @dataclass(frozen=True)
@@ -49,6 +75,22 @@ class Store(abc.ABC):
 
     #: several processes (replicas) act on the same data: timers are re-read periodically
     shared: ClassVar[bool] = False
+    #: where the store reports its faults as they happen (set by `watch`)
+    health: Health | None = None
+
+    def watch(self, health: Health) -> None:
+        """Report faults to `health` as they happen, and let it run `check` when read."""
+        self.health = health
+        health.probe("store", self.check)
+
+    async def check(self) -> Check:
+        """A cheap probe: can the store keep a write right now?"""
+        return Check("store", Status.ok)
+
+    def report_fault(self, error: StoreError) -> None:
+        """Tell the health registry (logged once per change, not once per request)."""
+        if self.health is not None:
+            self.health.failing("store", str(error), error.fix)
 
     @abc.abstractmethod
     async def open(self) -> None:
@@ -103,6 +145,15 @@ class Store(abc.ABC):
         `event`, and when `enqueue` is set add an outbox entry for that outcome."""
 
     @abc.abstractmethod
+    async def modify_request(self, request_id: str, change: Callable[[Request], bool], *, now: datetime,
+                             events: Sequence[Event] = ()) -> Request | None:
+        """Apply `change` to the stored request in one transaction (the row locked against
+        every replica): it edits the request in place and returns True to keep the edit and
+        append `events`, or False to leave everything as it was. Returns the request as
+        stored after a kept edit, else None (not found, or `change` said no). `change` must
+        be quick and do no I/O: it runs inside the transaction."""
+
+    @abc.abstractmethod
     async def update_request(self, request_id: str, *, now: datetime, expect: Mapping[str, Any] | None = None,
                              **fields: Any) -> Request | None:
         """Set plain fields (targets, escalation_level, next_reminder_at, answer...).
@@ -149,6 +200,23 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def outbox_done(self, item_id: int) -> None: ...
+
+    @abc.abstractmethod
+    async def finish_delivery(self, item_id: int, request_id: str, *, event: Event, now: datetime,
+                              answer: Answer | None = None) -> Request | None:
+        """The write-back of outbox entry `item_id` succeeded. In one transaction: mark the
+        entry done, move the request from `answered`/`expired` to `delivered` when it has an
+        answer (returning it; else None), append `event`, and store `answer` in place of the
+        request's answer when given (a secret not kept after its delivery)."""
+
+    @abc.abstractmethod
+    async def heal_deliveries(self, now: datetime) -> list[str]:
+        """Move to `delivered` every request left `answered`/`expired` (with an answer) whose
+        write-back succeeded (a done outbox entry and none still pending) — what a crash
+        between the two steps left behind before they were one transaction. Returns the ids."""
+
+    @abc.abstractmethod
+    async def outbox_stats(self) -> OutboxStats: ...
 
     @abc.abstractmethod
     async def outbox_retry(self, item_id: int, *, attempts: int, due_at: datetime, error: str) -> None: ...
@@ -199,7 +267,8 @@ class Store(abc.ABC):
     # timers -----------------------------------------------------------------------------
     @abc.abstractmethod
     async def list_timed(self) -> list[Request]:
-        """Open requests with a deadline, a reminder or an escalation due (for the scheduler)."""
+        """Open requests with a deadline, a reminder, an escalation or a claimed step due
+        (for the scheduler)."""
 
     @abc.abstractmethod
     async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:

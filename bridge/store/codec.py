@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bridge.models import Request
+from bridge.models import OPEN_STATES, Answer, Request, RequestState
 
 SCHEMA_VERSION = 1
 
@@ -32,8 +32,33 @@ def request_columns(request: Request) -> dict[str, object]:
         "deadline": ts(request.deadline),
         "next_reminder_at": ts(request.next_reminder_at),
         "next_escalation_at": ts(request.next_escalation_at),
+        "step_due_at": ts(request.step_due_at),
         "body": request.model_dump_json(),
     }
+
+
+def move(request: Request, to_state: RequestState, now: datetime, *, answer: Answer | None = None,
+         error: str | None = None) -> None:
+    """A state change as both stores apply it: a closed request keeps no timers."""
+    request.state = to_state
+    request.updated_at = now
+    if answer is not None:
+        request.answer = answer
+    if error is not None:
+        request.error = error
+    if to_state not in OPEN_STATES:
+        request.next_reminder_at = None
+        request.next_escalation_at = None
+        request.timer_steps = []
+
+
+#: open requests whose write-back succeeded but that a crash left answered/expired (see
+#: Store.heal_deliveries); the same SQL on both stores
+STUCK_DELIVERED = (
+    "SELECT id FROM requests r WHERE state IN ('answered','expired') "
+    "AND EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND o.done) "
+    "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND NOT o.done)"
+)
 
 
 def load_request(body: str) -> Request:

@@ -38,6 +38,13 @@ async def migrate(conn: asyncpg.Connection) -> None:
         raise StoreError(
             f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
         )
+    if version:  # columns added without a version bump (older bridges ignore them)
+        if not await _has_column(conn, "requests", "step_due_at"):
+            await conn.execute("ALTER TABLE requests ADD COLUMN step_due_at TIMESTAMPTZ")
+        if not await _has_column(conn, "outbox", "source"):
+            await conn.execute("ALTER TABLE outbox ADD COLUMN source TEXT")
+            await conn.execute("UPDATE outbox o SET source=r.source FROM requests r WHERE r.id=o.request_id "
+                               "AND NOT o.done")
     await conn.execute(SCHEMA)
     await conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
@@ -46,10 +53,17 @@ async def migrate(conn: asyncpg.Connection) -> None:
     )
 
 
+async def _has_column(conn: asyncpg.Connection, table: str, column: str) -> bool:
+    return bool(await conn.fetchval(
+        "SELECT 1 FROM information_schema.columns WHERE table_schema=current_schema() AND table_name=$1 "
+        "AND column_name=$2", table, column))
+
+
 UPDATE_REQUEST = (
     "UPDATE requests SET state=$2, route=$3, updated_at=$4, deadline=$5, next_reminder_at=$6, "
-    "next_escalation_at=$7, body=$8 WHERE id=$1"
+    "next_escalation_at=$7, body=$8, step_due_at=$9 WHERE id=$1"
 )
+UPDATE_ARGS = 9  # how many parameters UPDATE_REQUEST takes (write_args)
 
 
 def event_insert(n: int, source: str = "") -> str:
@@ -74,6 +88,7 @@ def write_args(request: Request) -> tuple[Any, ...]:
     return (
         encode_text(request.id), request.state.value, encode_text(request.route), request.updated_at,
         request.deadline, request.next_reminder_at, request.next_escalation_at, encode_text(request.model_dump_json()),
+        request.step_due_at,
     )
 
 

@@ -10,19 +10,23 @@ ahead, so two replicas never deliver the same entry at once. Text goes through
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
 
+from bridge.health import Check, Status
 from bridge.models import Answer, Event, Post, Request, RequestState
-from bridge.store.base import OutboxItem, Store, StoreError, Vote, claim_holds
+from bridge.store.base import OutboxItem, OutboxStats, Store, StoreError, StoreFull, StoreUnavailable, Vote, claim_holds
+from bridge.store.codec import STUCK_DELIVERED, move
 from bridge.store.pg_lead import AdvisoryLeads
 from bridge.store.pg_rows import (
     POST_INSERT,
+    UPDATE_ARGS,
     UPDATE_REQUEST,
     event_args,
     event_insert,
@@ -38,6 +42,8 @@ from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode
 _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError,
          asyncpg.AdminShutdownError, TimeoutError)
 _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
+_DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
+RECHECK_S = 5.0
 
 
 class PostgresStore(Store):
@@ -56,6 +62,7 @@ class PostgresStore(Store):
         self._leads = AdvisoryLeads(self.options.dsn, {
             "timeout": connect_timeout, "statement_cache_size": self.options.statement_cache_size,
             "server_settings": self.options.server_settings or None})
+        self._recovery: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
@@ -77,6 +84,11 @@ class PostgresStore(Store):
             raise
 
     async def close(self) -> None:
+        if self._recovery is not None:
+            self._recovery.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._recovery
+            self._recovery = None
         await self._leads.close()
         pool, self._pool = self._pool, None
         if pool is not None:
@@ -98,7 +110,57 @@ class PostgresStore(Store):
                     conn.terminate()  # never hand a half-dead connection out again; the pool replaces it
                     raise
         except _LOST as exc:
-            raise StoreError(f"PostgreSQL connection lost: {_reason(exc)}") from exc
+            fault: StoreError = StoreUnavailable(f"store unavailable: PostgreSQL connection lost: {_reason(exc)}",
+                                                 fix=f"check that the server at {self._where} is up and reachable")
+            self.report_fault(fault)
+            raise fault from exc
+        except asyncpg.PostgresError as exc:
+            mapped = self._fault_of(exc)
+            if mapped is None:
+                raise
+            self.report_fault(mapped)
+            raise mapped from exc
+
+    def report_fault(self, error: StoreError) -> None:
+        super().report_fault(error)
+        if self.health is not None and (self._recovery is None or self._recovery.done()):
+            self._recovery = asyncio.get_running_loop().create_task(self._until_recovered())
+
+    async def _until_recovered(self) -> None:
+        """After a fault, check every RECHECK_S until the store is well, so that the
+        recovery is logged (and /readyz is right) even when nobody asks meanwhile."""
+        while self.health is not None:
+            await asyncio.sleep(RECHECK_S)
+            found = await self.check()
+            self.health.report(found.component, found.status, found.summary, found.fix)
+            if found.ok:
+                return
+
+    @property
+    def _where(self) -> str:
+        return redact_url(self.url).split("?", 1)[0]
+
+    def _fault_of(self, exc: asyncpg.PostgresError) -> StoreError | None:
+        state = getattr(exc, "sqlstate", "") or ""
+        if state.startswith("53"):  # insufficient resources: disk full, out of memory, too many connections
+            return StoreFull(f"store full: {_reason(exc)}",
+                             fix=f"free disk space on the PostgreSQL server at {self._where}")
+        if state == "25006":  # read-only transaction: a standby, or default_transaction_read_only
+            return StoreUnavailable("store read-only: the PostgreSQL server refuses writes",
+                                    fix=f"point store.url at the primary (not a standby) of {self._where}")
+        return None
+
+    async def check(self) -> Check:
+        try:
+            async with self._conn() as conn:
+                read_only = await conn.fetchval(
+                    "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'")
+        except StoreError as exc:
+            return Check("store", Status.failing, str(exc), exc.fix)
+        if read_only:
+            return Check("store", Status.failing, "store read-only: the PostgreSQL server refuses writes",
+                         f"point store.url at the primary (not a standby) of {self._where}")
+        return Check("store", Status.ok, "PostgreSQL store writable")
 
     @asynccontextmanager
     async def _txn(self) -> AsyncIterator[asyncpg.Connection]:
@@ -112,14 +174,15 @@ class PostgresStore(Store):
         async with self._conn() as conn:
             inserted = await conn.fetchval(
                 "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
-                "  deadline, next_reminder_at, next_escalation_at, body) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) "
+                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at) "
+                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) "
                 "  ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id), "
-                f"ev AS ({event_insert(12, 'FROM ins')}) "
+                f"ev AS ({event_insert(13, 'FROM ins')}) "
                 "SELECT id FROM ins",
                 encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
                 request.state.value, encode_text(request.route), request.created_at, request.updated_at,
                 request.deadline, request.next_reminder_at, request.next_escalation_at,
-                encode_text(request.model_dump_json()), *event_args(event),
+                encode_text(request.model_dump_json()), request.step_due_at, *event_args(event),
             )
             if inserted is not None:
                 return request, True
@@ -194,23 +257,28 @@ class PostgresStore(Store):
             request = await _locked(conn, request_id)
             if request is None or request.state not in from_states:
                 return None
-            request.state = to_state
-            request.updated_at = now
-            if answer is not None:
-                request.answer = answer
-            if error is not None:
-                request.error = error
-            if to_state not in (RequestState.pending, RequestState.posted):
-                request.next_reminder_at = None
-                request.next_escalation_at = None
+            move(request, to_state, now, answer=answer, error=error)
             # the row, its event and its outbox entry in one statement: one round trip
+            n = UPDATE_ARGS
             await conn.execute(
-                f"WITH upd AS ({UPDATE_REQUEST}), ev AS ({event_insert(9)}), "
-                "ob AS (INSERT INTO outbox (request_id, state, due_at, created_at) "
-                "  SELECT $1, $14::text, $4, $4 WHERE $14::text IS NOT NULL) "
+                f"WITH upd AS ({UPDATE_REQUEST}), ev AS ({event_insert(n + 1)}), "
+                "ob AS (INSERT INTO outbox (request_id, source, state, due_at, created_at) "
+                f"  SELECT $1, ${n + 7}::text, ${n + 6}::text, $4, $4 WHERE ${n + 6}::text IS NOT NULL) "
                 "SELECT 1",
-                *write_args(request), *event_args(event), encode_opt(enqueue),
+                *write_args(request), *event_args(event), encode_opt(enqueue), encode_text(request.source),
             )
+            return request
+
+    async def modify_request(self, request_id: str, change: Callable[[Request], bool], *, now: datetime,
+                             events: Sequence[Event] = ()) -> Request | None:
+        async with self._txn() as conn:
+            request = await _locked(conn, request_id)
+            if request is None or not change(request):
+                return None
+            request.updated_at = now
+            await _write(conn, request)
+            for event in events:
+                await _insert_event(conn, event)
             return request
 
     async def update_request(self, request_id: str, *, now: datetime, expect: Mapping[str, Any] | None = None,
@@ -289,7 +357,8 @@ class PostgresStore(Store):
     async def enqueue(self, request_id: str, state: str, due_at: datetime) -> int:
         async with self._conn() as conn:
             item_id = await conn.fetchval(
-                "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES ($1,$2,$3,$3) RETURNING id",
+                "INSERT INTO outbox (request_id, source, state, due_at, created_at) "
+                "VALUES ($1, (SELECT source FROM requests WHERE id=$1), $2, $3, $3) RETURNING id",
                 encode_text(request_id), encode_text(state), due_at,
             )
         return int(item_id)
@@ -312,6 +381,48 @@ class PostgresStore(Store):
     async def outbox_done(self, item_id: int) -> None:
         async with self._conn() as conn:
             await conn.execute("UPDATE outbox SET done=TRUE WHERE id=$1", item_id)
+
+    async def finish_delivery(self, item_id: int, request_id: str, *, event: Event, now: datetime,
+                              answer: Answer | None = None) -> Request | None:
+        async with self._txn() as conn:
+            await conn.execute("UPDATE outbox SET done=TRUE WHERE id=$1", item_id)
+            await _insert_event(conn, event)
+            request = await _locked(conn, request_id)
+            if request is None:
+                return None
+            moved = request.answer is not None and request.state in _DELIVERABLE
+            if moved:
+                move(request, RequestState.delivered, now)
+            if answer is not None:
+                request.answer = answer
+            if moved or answer is not None:
+                request.updated_at = now
+                await _write(conn, request)
+            return request if moved else None
+
+    async def heal_deliveries(self, now: datetime) -> list[str]:
+        healed = []
+        async with self._txn() as conn:
+            for row in await conn.fetch(STUCK_DELIVERED + " FOR UPDATE"):
+                request = load_body(await conn.fetchval("SELECT body FROM requests WHERE id=$1", row[0]))
+                if request.answer is None:
+                    continue
+                before = request.state.value
+                move(request, RequestState.delivered, now)
+                await _write(conn, request)
+                await _insert_event(conn, Event(id=0, request_id=request.id, at=now, kind="delivered",
+                                                actor="bridge", data={"outcome": before, "healed": True}))
+                healed.append(request.id)
+        return healed
+
+    async def outbox_stats(self) -> OutboxStats:
+        async with self._conn() as conn:
+            counts = await conn.fetchrow(
+                "SELECT COUNT(*) FILTER (WHERE NOT dead), COUNT(*) FILTER (WHERE dead) FROM outbox WHERE NOT done")
+            failing = await conn.fetch(  # ix_outbox_failing: no request row is read
+                "SELECT source, COUNT(*) FROM outbox WHERE NOT done AND NOT dead AND attempts>0 GROUP BY source")
+        return OutboxStats(pending=int(counts[0]), dead=int(counts[1]),
+                           failing={decode_opt(r[0]) or "-": int(r[1]) for r in failing})
 
     async def outbox_retry(self, item_id: int, *, attempts: int, due_at: datetime, error: str) -> None:
         async with self._conn() as conn:
@@ -409,16 +520,17 @@ class PostgresStore(Store):
         async with self._conn() as conn:
             rows = await conn.fetch(
                 "SELECT body FROM requests WHERE state IN ('pending','posted') AND (deadline IS NOT NULL "
-                "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
+                "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL)"
             )
         return [load_body(r[0]) for r in rows]
 
     async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
         async with self._conn() as conn:
             rows = await conn.fetch(
-                "SELECT id, LEAST(deadline, next_reminder_at, next_escalation_at) AS at FROM requests "
+                "SELECT id, LEAST(deadline, next_reminder_at, next_escalation_at, step_due_at) AS at FROM requests "
                 "WHERE state IN ('pending','posted') AND (deadline IS NOT NULL OR next_reminder_at IS NOT NULL "
-                "OR next_escalation_at IS NOT NULL) AND LEAST(deadline, next_reminder_at, next_escalation_at) <= $1",
+                "OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL) "
+                "AND LEAST(deadline, next_reminder_at, next_escalation_at, step_due_at) <= $1",
                 before,
             )
         return [(decode_text(r[0]), r[1]) for r in rows]

@@ -14,13 +14,17 @@ CREATE TABLE IF NOT EXISTS requests (
   deadline TIMESTAMPTZ,
   next_reminder_at TIMESTAMPTZ,
   next_escalation_at TIMESTAMPTZ,
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  step_due_at TIMESTAMPTZ
 );
 CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_external ON requests(source, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS ix_requests_state ON requests(state, created_at);
 CREATE INDEX IF NOT EXISTS ix_requests_created ON requests(created_at);
-CREATE INDEX IF NOT EXISTS ix_requests_timed ON requests(state)
-  WHERE deadline IS NOT NULL OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL;
+-- requests.step_due_at and outbox.source came later: pg_rows.migrate adds them to older databases first
+DROP INDEX IF EXISTS ix_requests_timed;
+CREATE INDEX IF NOT EXISTS ix_requests_timers ON requests(state)
+  WHERE deadline IS NOT NULL OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL
+  OR step_due_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS events (
   id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   request_id TEXT NOT NULL,
@@ -50,9 +54,11 @@ CREATE TABLE IF NOT EXISTS outbox (
   created_at TIMESTAMPTZ NOT NULL,
   last_error TEXT,
   dead BOOLEAN NOT NULL DEFAULT FALSE,
-  done BOOLEAN NOT NULL DEFAULT FALSE
+  done BOOLEAN NOT NULL DEFAULT FALSE,
+  source TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_outbox_due ON outbox(due_at) WHERE NOT done AND NOT dead;
+CREATE INDEX IF NOT EXISTS ix_outbox_failing ON outbox(source) WHERE NOT done AND NOT dead AND attempts > 0;
 CREATE INDEX IF NOT EXISTS ix_outbox_request ON outbox(request_id);
 CREATE TABLE IF NOT EXISTS votes (
   request_id TEXT NOT NULL,

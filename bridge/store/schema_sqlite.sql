@@ -10,7 +10,8 @@ CREATE TABLE IF NOT EXISTS requests (
   deadline TEXT,
   next_reminder_at TEXT,
   next_escalation_at TEXT,
-  body TEXT NOT NULL
+  body TEXT NOT NULL,
+  step_due_at TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_external ON requests(source, external_id) WHERE external_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS ix_requests_state ON requests(state, created_at);
@@ -44,9 +45,11 @@ CREATE TABLE IF NOT EXISTS outbox (
   created_at TEXT NOT NULL,
   last_error TEXT,
   dead INTEGER NOT NULL DEFAULT 0,
-  done INTEGER NOT NULL DEFAULT 0
+  done INTEGER NOT NULL DEFAULT 0,
+  source TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_outbox_due ON outbox(done, dead, due_at);
+CREATE INDEX IF NOT EXISTS ix_outbox_failing ON outbox(source) WHERE done=0 AND dead=0 AND attempts>0;
 CREATE INDEX IF NOT EXISTS ix_outbox_request ON outbox(request_id);
 CREATE TABLE IF NOT EXISTS votes (
   request_id TEXT NOT NULL,

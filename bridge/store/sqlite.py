@@ -3,6 +3,12 @@
 Every method runs as a single function in aiosqlite's connection thread inside
 `BEGIN IMMEDIATE … COMMIT`, so it is atomic against this process and against other
 processes on the same file (the CLI), and costs one hop instead of one per statement.
+Faults of the file under it (full, read-only, deleted, replaced) are raised as
+`StoreFull` / `StoreUnavailable` and reported to the health registry
+(`bridge.store.sqlite_faults`); the WAL is kept small (`bridge.store.sqlite_wal`).
+
+URL: `sqlite:///path/to/bridge.db`, optionally `?max_size=2GiB` (the database refuses to
+grow beyond it: "store full" instead of a full disk).
 """
 
 from __future__ import annotations
@@ -12,78 +18,119 @@ import contextlib
 import json
 import logging
 import sqlite3
+import time
+import urllib.parse
 from collections import deque
-from collections.abc import Callable, Mapping
-from datetime import datetime
-from importlib import resources
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
 
+from bridge.health import Check
 from bridge.models import Answer, Event, Post, Request, RequestState
-from bridge.store.base import OutboxItem, Store, StoreError, Vote, claim_holds
-from bridge.store.codec import SCHEMA_VERSION, load_request, parse_ts, request_columns, ts
+from bridge.store import sqlite_faults, sqlite_wal
+from bridge.store.base import (
+    OutboxItem,
+    OutboxStats,
+    Store,
+    StoreError,
+    StoreFull,
+    StoreUnavailable,
+    Vote,
+    claim_holds,
+)
+from bridge.store.codec import STUCK_DELIVERED, load_request, move, parse_ts, request_columns, ts
+from bridge.store.sqlite_faults import FileGuard, fault_of, open_error
+from bridge.store.sqlite_rows import (
+    INSERT_OUTBOX,
+    INSERT_REQUEST,
+    OUTBOX_COLUMNS,
+    insert_event,
+    migrate,
+    outbox_item,
+    parse_size,
+    write,
+)
 
 T = TypeVar("T")
-CHECKPOINT_EVERY_S = 1.0
-_COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
-            "next_reminder_at, next_escalation_at, body")
+log = logging.getLogger("hitl_bridge.store")
+PROBE_EVERY_S = 5.0  # the store checks itself this often (logs a change even when nobody asks)
+TRUSTED_FOR_S = 60.0  # a commit this recent proves writes work: the probe need not write itself
+
+Outcome = tuple[asyncio.Future[Any], Any, BaseException | None]
 
 
 class SQLiteStore(Store):
     """See the module docstring; writes are group-committed (`_run`)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_size: int | None = None) -> None:
         self.path = Path(path)
+        self.max_size = max_size
+        self.guard = FileGuard(self.path)
         self._db: aiosqlite.Connection | None = None
         self._queue: deque[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = deque()
         self._flush_scheduled = False
         self._checkpointer: aiosqlite.Connection | None = None
-        self._checkpoints: asyncio.Task[None] | None = None
+        self._upkeep: list[asyncio.Task[None]] = []
+        self._committed_at = 0.0  # monotonic time of the last successful commit
+        self._fault: StoreError | None = None  # the last fault, until a probe finds the store well
 
     @classmethod
     def from_url(cls, url: str) -> SQLiteStore:
-        return cls(url.removeprefix("sqlite:///"))
+        path, _, query = url.removeprefix("sqlite:///").partition("?")
+        options = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+        max_size = options.pop("max_size", None)
+        if options:
+            raise StoreError(f"unknown store url option(s) {sorted(options)}: sqlite:/// takes max_size only")
+        try:
+            size = parse_size(max_size) if max_size is not None else None
+        except ValueError as exc:
+            raise StoreError(f"store url option max_size: {exc}") from None
+        return cls(path, max_size=size)
+
+    @property
+    def in_memory(self) -> bool:
+        return str(self.path) == ":memory:"
 
     async def open(self) -> None:
-        if str(self.path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
-        for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000", "foreign_keys=ON"):
-            await self._db.execute(f"PRAGMA {pragma}")
         try:
-            await self._run(_migrate)
+            if not self.in_memory:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
+            for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000", "foreign_keys=ON",
+                           f"journal_size_limit={sqlite_wal.SOFT_LIMIT}"):
+                await self._db.execute(f"PRAGMA {pragma}")
+            if self.max_size is not None:
+                [(page_size,)] = list(await self._db.execute_fetchall("PRAGMA page_size"))
+                await self._db.execute(f"PRAGMA max_page_count={max(1, self.max_size // page_size)}")
+            await self._run(migrate)
+            if self.in_memory:
+                return
+            self.guard.remember()
             # Checkpoints (the only step that fsyncs in WAL mode) run on a second connection
             # in its own thread, so a commit never waits ~30 ms for one on the hot path.
             await self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
-            self._checkpoints = asyncio.create_task(self._checkpoint_loop(self._checkpointer))
-        except BaseException:
-            await self.close()  # don't leak aiosqlite's thread when the schema is refused
-            raise
-
-    async def _checkpoint_loop(self, conn: aiosqlite.Connection) -> None:
-        wal = Path(f"{self.path}-wal")
-        done_at: tuple[int, int] | None = None  # the WAL's (mtime, size) after the last checkpoint
-        while True:
-            await asyncio.sleep(CHECKPOINT_EVERY_S)
-            now = _file_stamp(wal)
-            if now is None or now == done_at:
-                continue  # nothing written since: an idle daemon does no checkpoint work
-            try:
-                await conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            except sqlite3.Error as exc:  # busy or I/O trouble: the next round tries again
-                logging.getLogger("hitl_bridge.store").warning("WAL checkpoint failed: %s", exc)
-                continue
-            done_at = _file_stamp(wal)
+            await sqlite_wal.prepare(self._checkpointer)
+        except BaseException as exc:
+            await self.close()  # don't leak aiosqlite's threads when the file or schema is refused
+            if isinstance(exc, sqlite3.Error | OSError | StoreFull | StoreUnavailable):
+                raise open_error(exc, self.path) from None
+            raise  # a schema from a newer bridge, a cancelled start...
+        self._upkeep = [
+            asyncio.create_task(sqlite_wal.keep_small(self._checkpointer, self.path, self._checkpoint_failed)),
+            asyncio.create_task(self._watch_loop()),
+        ]
 
     async def close(self) -> None:
-        if self._checkpoints is not None:
-            self._checkpoints.cancel()
+        for task in self._upkeep:
+            task.cancel()
+        for task in self._upkeep:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._checkpoints
-            self._checkpoints = None
+                await task
+        self._upkeep = []
         if self._checkpointer is not None:
             with contextlib.suppress(sqlite3.Error):
                 await self._checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -93,12 +140,56 @@ class SQLiteStore(Store):
             await self._db.close()
             self._db = None
 
+    # health -----------------------------------------------------------------------------
+    async def check(self) -> Check:
+        """The probe `/readyz` and `doctor` run: when no commit proved it lately, it writes."""
+        return await self._probe(idle_counts=True)
+
+    async def _probe(self, *, idle_counts: bool) -> Check:
+        db = self._db
+        if db is None:
+            raise StoreError("store is not open")
+        doubt = self._fault is not None or (idle_counts and time.monotonic() - self._committed_at > TRUSTED_FOR_S)
+        result = await db._execute(lambda: sqlite_faults.probe(db._conn, self.guard, test_commit=doubt))
+        if result.ok:
+            self._fault = None
+        return result
+
+    async def _watch_loop(self) -> None:
+        """Run the probe now and then, so that a fault (or the recovery from one) is
+        logged even when nobody reads /readyz."""
+        while True:
+            await asyncio.sleep(PROBE_EVERY_S)
+            if self.health is None:
+                continue
+            try:  # an idle daemon writes nothing here: the write test is for recovering from a fault
+                found = await self._probe(idle_counts=False)
+            except Exception as exc:  # a bug in the probe must not end the loop
+                log.warning("store self-check failed: %s", exc)
+                continue
+            self.health.report(found.component, found.status, found.summary, found.fix)
+
+    def _checkpoint_failed(self, exc: sqlite3.Error) -> None:
+        if sqlite_faults.is_busy(exc):
+            return  # a reader or writer in the way: the next round tries again
+        fault = fault_of(exc, self.path)
+        if fault is None:
+            log.warning("WAL checkpoint failed: %s", exc)
+            return
+        self._note_fault(fault)
+
+    def _note_fault(self, fault: StoreError) -> None:
+        self._fault = fault
+        self.report_fault(fault)
+
+    # transactions -------------------------------------------------------------------------
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` in its own transaction — group-committed with whatever else is queued.
 
         Concurrent writers (16 intake clients, posts, answers) are drained by one hop into
         aiosqlite's thread and committed together: each `fn` runs inside a SAVEPOINT, so a
-        failing one rolls back alone and raises to its own caller only."""
+        failing one rolls back alone and raises to its own caller only — unless the
+        failure is a fault of the file (full, I/O), which fails the whole batch."""
         db = self._db
         if db is None:
             raise StoreError("store is not open")
@@ -119,14 +210,21 @@ class SQLiteStore(Store):
         if not batch:
             return
         conn = db._conn  # the sqlite3 connection owned by aiosqlite's thread
-        outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]] = []
+        outcomes: list[Outcome] = []
         try:
+            lost = self.guard.verify(conn)
+            if lost is not None:
+                raise lost  # never acknowledge a write into a file that is no longer there
+            if sqlite_wal.over_hard_limit(self.path):
+                sqlite_wal.truncate_now(conn)
             conn.execute("BEGIN IMMEDIATE")
             for fn, future in batch:
                 conn.execute("SAVEPOINT one")
                 try:
                     result = fn(conn)
                 except Exception as exc:
+                    if not conn.in_transaction or fault_of(exc, self.path) is not None:
+                        raise  # SQLite may have rolled the whole transaction back: fail it all
                     conn.execute("ROLLBACK TO one")
                     conn.execute("RELEASE one")
                     outcomes.append((future, None, exc))
@@ -134,11 +232,41 @@ class SQLiteStore(Store):
                     conn.execute("RELEASE one")
                     outcomes.append((future, result, None))
             conn.execute("COMMIT")
-        except Exception as exc:  # the commit itself failed: nobody's change is stored
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            outcomes = [(future, None, exc) for _fn, future in batch]
-        loop.call_soon_threadsafe(_settle, outcomes)
+            self._committed_at = time.monotonic()
+        except Exception as exc:  # the transaction failed: nobody's change is stored
+            with contextlib.suppress(sqlite3.Error):
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            error = fault_of(exc, self.path) or exc
+            outcomes = [(future, None, error) for _fn, future in batch]
+        loop.call_soon_threadsafe(self._settle, outcomes)
+
+    def _settle(self, outcomes: list[Outcome]) -> None:
+        fault = next((e for _f, _r, e in outcomes if isinstance(e, StoreError)), None)
+        if fault is not None:
+            self._note_fault(fault)
+        for future, result, error in outcomes:
+            if future.done():  # the caller was cancelled meanwhile
+                continue
+            if isinstance(error, StoreError):
+                future.set_exception(type(error)(str(error), error.fix))  # one instance per caller
+            elif error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        db = self._db
+        if db is None:
+            raise StoreError("store is not open")
+        try:
+            return await db._execute(lambda: fn(db._conn))
+        except (sqlite3.Error, OSError) as exc:
+            fault = fault_of(exc, self.path)
+            if fault is None:
+                raise
+            self._note_fault(fault)
+            raise fault from None
 
     # requests -----------------------------------------------------------------------
     async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
@@ -152,14 +280,9 @@ class SQLiteStore(Store):
                 ).fetchone()
                 if row:
                     return load_request(row[0]), False
-            conn.execute(
-                f"INSERT INTO requests ({_COLUMNS}) VALUES (:id, :source, :external_id, :state, "
-                ":route, :created_at, :updated_at, :deadline, :next_reminder_at, "
-                ":next_escalation_at, :body)",
-                cols,
-            )
+            conn.execute(INSERT_REQUEST, cols)
             if event is not None:
-                _insert_event(conn, event)
+                insert_event(conn, event)
             return request, True
 
         return await self._run(txn)
@@ -179,12 +302,6 @@ class SQLiteStore(Store):
             return load_request(row[0]) if row else None
 
         return await self._read(txn)
-
-    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        db = self._db
-        if db is None:
-            raise StoreError("store is not open")
-        return await db._execute(lambda: fn(db._conn))
 
     async def list_requests(
         self,
@@ -232,29 +349,29 @@ class SQLiteStore(Store):
         now: datetime,
     ) -> Request | None:
         def txn(conn: sqlite3.Connection) -> Request | None:
-            row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
-            if not row:
+            request = _locked(conn, request_id)
+            if request is None or request.state not in from_states:
                 return None
-            request = load_request(row[0])
-            if request.state not in from_states:
-                return None
-            request.state = to_state
-            request.updated_at = now
-            if answer is not None:
-                request.answer = answer
-            if error is not None:
-                request.error = error
-            if to_state not in (RequestState.pending, RequestState.posted):
-                request.next_reminder_at = None
-                request.next_escalation_at = None
-            _write(conn, request)
+            move(request, to_state, now, answer=answer, error=error)
+            write(conn, request)
             if event is not None:
-                _insert_event(conn, event)
+                insert_event(conn, event)
             if enqueue is not None:
-                conn.execute(
-                    "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES (?,?,?,?)",
-                    (request_id, enqueue, ts(now), ts(now)),
-                )
+                conn.execute(INSERT_OUTBOX, {"rid": request_id, "state": enqueue, "due": ts(now), "created": ts(now)})
+            return request
+
+        return await self._run(txn)
+
+    async def modify_request(self, request_id: str, change: Callable[[Request], bool], *, now: datetime,
+                             events: Sequence[Event] = ()) -> Request | None:
+        def txn(conn: sqlite3.Connection) -> Request | None:
+            request = _locked(conn, request_id)
+            if request is None or not change(request):
+                return None
+            request.updated_at = now
+            write(conn, request)
+            for event in events:
+                insert_event(conn, event)
             return request
 
         return await self._run(txn)
@@ -262,16 +379,13 @@ class SQLiteStore(Store):
     async def update_request(self, request_id: str, *, now: datetime, expect: Mapping[str, Any] | None = None,
                              **fields: Any) -> Request | None:
         def txn(conn: sqlite3.Connection) -> Request | None:
-            row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
-            if not row:
-                return None
-            request = load_request(row[0])
-            if not claim_holds(request, expect):
+            request = _locked(conn, request_id)
+            if request is None or not claim_holds(request, expect):
                 return None
             for key, value in fields.items():
                 setattr(request, key, value)
             request.updated_at = now
-            _write(conn, request)
+            write(conn, request)
             return request
 
         return await self._run(txn)
@@ -279,7 +393,7 @@ class SQLiteStore(Store):
     # audit ----------------------------------------------------------------------------
     async def add_event(self, request_id: str, kind: str, actor: str, data: dict[str, Any], at: datetime) -> None:
         event = Event(id=0, request_id=request_id, at=at, kind=kind, actor=actor, data=data)
-        await self._run(lambda c: _insert_event(c, event))
+        await self._run(lambda c: insert_event(c, event))
 
     async def list_events(self, request_id: str) -> list[Event]:
         def txn(conn: sqlite3.Connection) -> list[Event]:
@@ -313,7 +427,7 @@ class SQLiteStore(Store):
                  for p in posts],
             )
             for event in events:
-                _insert_event(conn, event)
+                insert_event(conn, event)
             if not any(p.ok for p in posts):
                 return None
             row = conn.execute("SELECT body FROM requests WHERE id=? AND state='pending'", (request_id,)).fetchone()
@@ -322,7 +436,7 @@ class SQLiteStore(Store):
             request = load_request(row[0])
             request.state = RequestState.posted
             request.updated_at = now
-            _write(conn, request)
+            write(conn, request)
             return request
 
         return await self._run(txn)
@@ -343,33 +457,76 @@ class SQLiteStore(Store):
     # outbox -----------------------------------------------------------------------------
     async def enqueue(self, request_id: str, state: str, due_at: datetime) -> int:
         def txn(conn: sqlite3.Connection) -> int:
-            cur = conn.execute(
-                "INSERT INTO outbox (request_id, state, due_at, created_at) VALUES (?,?,?,?)",
-                (request_id, state, ts(due_at), ts(due_at)),
-            )
+            cur = conn.execute(INSERT_OUTBOX, {"rid": request_id, "state": state, "due": ts(due_at),
+                                               "created": ts(due_at)})
             return int(cur.lastrowid or 0)
 
         return await self._run(txn)
 
     async def claim_due(self, now: datetime, limit: int, lease_s: float) -> list[OutboxItem]:
-        from datetime import timedelta
-
         lease_until = ts(now + timedelta(seconds=lease_s))
 
         def txn(conn: sqlite3.Connection) -> list[OutboxItem]:
             rows = conn.execute(
-                "SELECT id, request_id, state, attempts, due_at, created_at, last_error, dead "
-                "FROM outbox WHERE done=0 AND dead=0 AND due_at<=? ORDER BY due_at LIMIT ?",
+                f"SELECT {OUTBOX_COLUMNS} FROM outbox WHERE done=0 AND dead=0 AND due_at<=? ORDER BY due_at LIMIT ?",
                 (ts(now), limit),
             ).fetchall()
             if rows:
                 conn.executemany("UPDATE outbox SET due_at=? WHERE id=?", [(lease_until, r[0]) for r in rows])
-            return [_outbox_item(r) for r in rows]
+            return [outbox_item(r) for r in rows]
 
         return await self._run(txn)
 
     async def outbox_done(self, item_id: int) -> None:
         await self._run(lambda c: c.execute("UPDATE outbox SET done=1 WHERE id=?", (item_id,)))
+
+    async def finish_delivery(self, item_id: int, request_id: str, *, event: Event, now: datetime,
+                              answer: Answer | None = None) -> Request | None:
+        def txn(conn: sqlite3.Connection) -> Request | None:
+            conn.execute("UPDATE outbox SET done=1 WHERE id=?", (item_id,))
+            insert_event(conn, event)
+            request = _locked(conn, request_id)
+            if request is None:
+                return None
+            moved = request.answer is not None and request.state in _DELIVERABLE
+            if moved:
+                move(request, RequestState.delivered, now)
+            if answer is not None:
+                request.answer = answer
+            if moved or answer is not None:
+                request.updated_at = now
+                write(conn, request)
+            return request if moved else None
+
+        return await self._run(txn)
+
+    async def heal_deliveries(self, now: datetime) -> list[str]:
+        def txn(conn: sqlite3.Connection) -> list[str]:
+            healed = []
+            for (request_id,) in conn.execute(STUCK_DELIVERED).fetchall():
+                request = _locked(conn, request_id)
+                if request is None or request.answer is None:
+                    continue
+                before = request.state.value
+                move(request, RequestState.delivered, now)
+                write(conn, request)
+                insert_event(conn, Event(id=0, request_id=request_id, at=now, kind="delivered", actor="bridge",
+                                         data={"outcome": before, "healed": True}))
+                healed.append(request_id)
+            return healed
+
+        return await self._run(txn)
+
+    async def outbox_stats(self) -> OutboxStats:
+        def txn(conn: sqlite3.Connection) -> OutboxStats:
+            pending, dead = conn.execute(
+                "SELECT COALESCE(SUM(dead=0), 0), COALESCE(SUM(dead=1), 0) FROM outbox WHERE done=0").fetchone()
+            failing = conn.execute(  # ix_outbox_failing: the index alone answers
+                "SELECT source, COUNT(*) FROM outbox INDEXED BY ix_outbox_failing "
+                "WHERE done=0 AND dead=0 AND attempts>0 GROUP BY source").fetchall()
+            return OutboxStats(pending=pending, dead=dead, failing={source or "-": n for source, n in failing})
+
+        return await self._read(txn)
 
     async def outbox_retry(self, item_id: int, *, attempts: int, due_at: datetime, error: str) -> None:
         await self._run(
@@ -385,8 +542,7 @@ class SQLiteStore(Store):
         )
 
     async def list_outbox(self, *, dead: bool | None = None, request_id: str | None = None) -> list[OutboxItem]:
-        sql = ("SELECT id, request_id, state, attempts, due_at, created_at, last_error, dead "
-               "FROM outbox WHERE done=0")
+        sql = f"SELECT {OUTBOX_COLUMNS} FROM outbox WHERE done=0"
         args: list[Any] = []
         if dead is not None:
             sql += " AND dead=?"
@@ -395,7 +551,7 @@ class SQLiteStore(Store):
             sql += " AND request_id=?"
             args.append(request_id)
         rows = await self._read(lambda c: c.execute(sql + " ORDER BY id", args).fetchall())
-        return [_outbox_item(r) for r in rows]
+        return [outbox_item(r) for r in rows]
 
     async def next_outbox_due(self) -> datetime | None:
         row = await self._read(
@@ -464,7 +620,7 @@ class SQLiteStore(Store):
     async def list_timed(self) -> list[Request]:
         sql = (
             "SELECT body FROM requests WHERE state IN ('pending','posted') AND (deadline IS NOT NULL "
-            "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)"
+            "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL)"
         )
         return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql)])
 
@@ -472,78 +628,23 @@ class SQLiteStore(Store):
         never = "9999"  # sorts after every stored instant (fixed-width UTC text)
         sql = (
             "SELECT id, at FROM (SELECT id, min(coalesce(deadline, :never), coalesce(next_reminder_at, :never), "
-            "coalesce(next_escalation_at, :never)) AS at FROM requests WHERE state IN ('pending','posted') "
-            "AND (deadline IS NOT NULL OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL)) "
-            "WHERE at <= :before"
+            "coalesce(next_escalation_at, :never), coalesce(step_due_at, :never)) AS at FROM requests "
+            "WHERE state IN ('pending','posted') AND (deadline IS NOT NULL OR next_reminder_at IS NOT NULL "
+            "OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL)) WHERE at <= :before"
         )
         args = {"never": never, "before": ts(before)}
         return await self._read(lambda c: [(r[0], datetime.fromisoformat(r[1])) for r in c.execute(sql, args)])
 
 
-def _file_stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
+_DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
 
 
-def _settle(outcomes: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
-    for future, result, error in outcomes:
-        if future.done():  # the caller was cancelled meanwhile
-            continue
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
+def _locked(conn: sqlite3.Connection, request_id: str) -> Request | None:
+    """The request as stored (the transaction is BEGIN IMMEDIATE: nobody else writes meanwhile)."""
+    row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
+    return load_request(row[0]) if row else None
 
 
 def _log_flush_failure(task: asyncio.Future[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        logging.getLogger("hitl_bridge.store").error("store flush failed: %s", task.exception())
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    row = None
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    except sqlite3.OperationalError:
-        pass
-    version = int(row[0]) if row else 0
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
-        )
-    script = resources.files("bridge.store").joinpath("schema_sqlite.sql").read_text()
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
-        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
-        (str(SCHEMA_VERSION),),
-    )
-
-
-def _write(conn: sqlite3.Connection, request: Request) -> None:
-    cols = request_columns(request)
-    conn.execute(
-        "UPDATE requests SET state=:state, route=:route, updated_at=:updated_at, deadline=:deadline, "
-        "next_reminder_at=:next_reminder_at, next_escalation_at=:next_escalation_at, body=:body "
-        "WHERE id=:id",
-        cols,
-    )
-
-
-def _insert_event(conn: sqlite3.Connection, event: Event) -> None:
-    conn.execute(
-        "INSERT INTO events (request_id, at, kind, actor, data) VALUES (?,?,?,?,?)",
-        (event.request_id, ts(event.at), event.kind, event.actor, json.dumps(event.data, default=str)),
-    )
-
-
-def _outbox_item(r: tuple[Any, ...]) -> OutboxItem:
-    return OutboxItem(
-        id=r[0], request_id=r[1], state=r[2], attempts=r[3], due_at=datetime.fromisoformat(r[4]),
-        created_at=datetime.fromisoformat(r[5]), last_error=r[6], dead=bool(r[7]),
-    )
+        log.error("store flush failed: %s", task.exception())

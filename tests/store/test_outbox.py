@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 
 from bridge.models import RequestState
-from bridge.store import OutboxItem, Store
+from bridge.store import OutboxItem, OutboxStats, Store
 from tests.store.conftest import Backend
-from tests.store.helpers import at, make_answer, make_request
+from tests.store.helpers import at, make_answer, make_event, make_request
 
 OPEN = frozenset({RequestState.pending, RequestState.posted})
 
@@ -110,3 +110,73 @@ async def test_restart_keeps_requests_answers_and_pending_deliveries(backend: Ba
         assert await reopened.kv_get("telegram", "cb:1") == {"request": request.id}
     finally:
         await reopened.close()
+
+
+async def answered(store: Store, source: str = "webhook", **extra: object) -> tuple[str, int]:
+    """A request answered with its write-back queued: (request id, outbox entry id)."""
+    request = make_request(state=RequestState.posted, source=source, **extra)  # type: ignore[arg-type]
+    await store.create_request(request)
+    await store.transition(request.id, OPEN, RequestState.answered, answer=make_answer(), enqueue="answered",
+                           now=at(60))
+    [item] = await store.list_outbox(request_id=request.id)
+    return request.id, item.id
+
+
+async def test_finish_delivery_marks_the_entry_done_and_the_request_delivered_at_once(store: Store) -> None:
+    rid, item = await answered(store)
+    event = make_event(rid, "delivered", 70, outcome="answered", attempts=1)
+    moved = await store.finish_delivery(item, rid, event=event, now=at(70))
+    assert moved is not None and moved.state is RequestState.delivered and moved.updated_at == at(70)
+    stored = await store.get_request(rid)
+    assert stored == moved
+    assert await store.list_outbox(request_id=rid) == []
+    assert [e.kind for e in await store.list_events(rid)] == ["delivered"]
+    # a secret not kept: the answer is replaced in the same transaction
+    rid2, item2 = await answered(store)
+    forgotten = make_answer(value="[not kept]")
+    moved2 = await store.finish_delivery(item2, rid2, event=make_event(rid2, "delivered"), now=at(80),
+                                         answer=forgotten)
+    assert moved2 is not None and moved2.answer == forgotten
+    # a cancellation (no answer) is delivered but stays cancelled
+    cancelled = make_request(state=RequestState.posted)
+    await store.create_request(cancelled)
+    await store.transition(cancelled.id, OPEN, RequestState.cancelled, enqueue="cancelled", now=at(5))
+    [entry] = await store.list_outbox(request_id=cancelled.id)
+    assert await store.finish_delivery(entry.id, cancelled.id, event=make_event(cancelled.id, "delivered"),
+                                       now=at(9)) is None
+    still = await store.get_request(cancelled.id)
+    assert still is not None and still.state is RequestState.cancelled
+    assert await store.list_outbox(request_id=cancelled.id) == []
+
+
+async def test_heal_moves_only_requests_whose_delivery_succeeded(store: Store) -> None:
+    stuck, stuck_item = await answered(store)
+    await store.outbox_done(stuck_item)  # what the old two-step success left after a crash
+    waiting, _ = await answered(store)  # its delivery is still pending: not touched
+    redelivering, old_item = await answered(store)
+    await store.outbox_done(old_item)  # a superseded entry, and a new one queued: not touched
+    await store.enqueue(redelivering, "answered", at(90))
+    assert await store.heal_deliveries(at(100)) == [stuck]
+    healed = await store.get_request(stuck)
+    assert healed is not None and healed.state is RequestState.delivered
+    assert [e.data for e in await store.list_events(stuck) if e.kind == "delivered"] == [
+        {"outcome": "answered", "healed": True}]
+    for rid in (waiting, redelivering):
+        request = await store.get_request(rid)
+        assert request is not None and request.state is RequestState.answered
+    assert await store.heal_deliveries(at(200)) == []
+
+
+async def test_outbox_stats_are_counted_by_source(store: Store) -> None:
+    assert await store.outbox_stats() == OutboxStats(pending=0, dead=0, failing={})
+    for n in range(3):
+        _, item = await answered(store, source="webhook", external_id=f"w{n}")
+        if n < 2:
+            await store.outbox_retry(item, attempts=n + 1, due_at=at(500), error="503")
+    _, delta_item = await answered(store, source="delta")
+    await store.outbox_retry(delta_item, attempts=4, due_at=at(500), error="disk")
+    _, dead = await answered(store, source="delta", external_id="d2")
+    await store.outbox_dead(dead, error="gave up")
+    _, done = await answered(store, source="delta", external_id="d3")
+    await store.outbox_done(done)
+    assert await store.outbox_stats() == OutboxStats(pending=4, dead=1, failing={"webhook": 2, "delta": 1})

@@ -11,9 +11,11 @@ import asyncpg
 import pytest
 
 from bridge.config import Settings
-from bridge.store import StoreError, Vote, open_store_from_url, redact_url
+from bridge.health import Health, Status
+from bridge.store import StoreError, StoreUnavailable, Vote, open_store_from_url, redact_url
 from bridge.store.pg_support import MARKER, PostgresURL, decode_text, encode_text
 from bridge.store.postgres import PostgresStore
+from tests.harness import wait_for
 from tests.store.conftest import with_search_path
 from tests.store.helpers import at
 
@@ -92,6 +94,39 @@ async def test_missing_schema_names_the_fix(postgres_admin_url: str) -> None:
     store = PostgresStore(with_search_path(postgres_admin_url, "hitl_no_such_schema_here"))
     with pytest.raises(StoreError, match="CREATE SCHEMA"):
         await store.open()
+
+
+@pytest.mark.postgres
+async def test_a_server_that_refuses_writes_is_store_read_only(postgres_url: str) -> None:
+    """A standby, or a session made read-only: the start is a clear error, and on a store
+    already open the probe reports it failing."""
+    writable = PostgresStore(postgres_url)
+    await writable.open()
+    try:
+        assert (await writable.check()).ok
+    finally:
+        await writable.close()
+    read_only = PostgresStore(postgres_url + "&default_transaction_read_only=on")
+    with pytest.raises(StoreUnavailable, match="store read-only: the PostgreSQL server refuses writes") as excinfo:
+        await read_only.open()
+    assert "primary" in excinfo.value.fix
+
+
+@pytest.mark.postgres
+async def test_after_a_fault_the_store_checks_itself_until_it_is_well(postgres_url: str) -> None:
+    """A fault (here a lost connection, reported as a replica meets it) makes the store
+    failing at once; it then checks itself, so the recovery shows without anyone asking."""
+    store = PostgresStore(postgres_url)
+    await store.open()
+    health = Health()
+    store.watch(health)
+    try:
+        store.report_fault(StoreUnavailable("store unavailable: PostgreSQL connection lost: test"))
+        failing = health.current("store")
+        assert failing is not None and failing.status is Status.failing
+        await wait_for(lambda: (found := health.current("store")) is not None and found.ok, timeout=20)
+    finally:
+        await store.close()
 
 
 @pytest.mark.postgres

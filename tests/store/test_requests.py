@@ -5,8 +5,9 @@ Every test runs against SQLite and PostgreSQL (see conftest.py)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
-from bridge.models import Post, RequestState
+from bridge.models import Post, Request, RequestState, TimerStep
 from bridge.store import Store
 from tests.store.conftest import Backend
 from tests.store.helpers import at, make_answer, make_event, make_request
@@ -260,3 +261,46 @@ async def test_record_posts_moves_pending_to_posted_once(store: Store) -> None:
     assert [p.target for p in await store.list_posts(request.id)] == ["slack:#gone", "telegram:42", "slack:@U9"]
     assert [e.kind for e in await store.list_events(request.id)] == ["post_failed", "posted"]
     assert await store.record_posts("r_missing", [later], [], now=at(4)) is None
+
+
+def step(step_id: str, lease: float) -> TimerStep:
+    return TimerStep(id=step_id, kind="remind", targets=["web"], lease_until=at(lease), owner="test")
+
+
+async def test_modify_request_is_one_atomic_read_modify_write(backend: Backend, store: Store) -> None:
+    request = make_request(state=RequestState.posted)
+    await store.create_request(request)
+    replica = await backend.open_store()
+
+    def adder(n: int) -> Callable[[Request], bool]:
+        def change(current: Request) -> bool:
+            current.timer_steps.append(step(f"remind:{n}", 600 + n))
+            return True
+        return change
+
+    try:  # 20 edits of one list from two "replicas" at once: none is lost
+        await asyncio.gather(*((replica if n % 2 else store).modify_request(
+            request.id, adder(n), now=at(n), events=[make_event(request.id, "step", n, n=n)]) for n in range(20)))
+    finally:
+        await replica.close()
+    stored = await store.get_request(request.id)
+    assert stored is not None
+    assert sorted(s.id for s in stored.timer_steps) == sorted(f"remind:{n}" for n in range(20))
+    assert stored.step_due_at == at(600)
+    assert len([e for e in await store.list_events(request.id) if e.kind == "step"]) == 20
+    # a change that says no leaves the request and the events as they were
+    assert await store.modify_request(request.id, lambda r: False, now=at(99),
+                                      events=[make_event(request.id, "nope")]) is None
+    assert "nope" not in [e.kind for e in await store.list_events(request.id)]
+    assert await store.modify_request("r_missing", lambda r: True, now=at(99)) is None
+
+
+async def test_a_claimed_step_is_a_timer_until_it_is_done_or_the_request_closes(store: Store) -> None:
+    owed = make_request(state=RequestState.posted, timer_steps=[step("remind:1", 660)])
+    await store.create_request(owed)
+    assert [r.id for r in await store.list_timed()] == [owed.id]
+    assert await store.timers_due(at(700)) == [(owed.id, at(660))]
+    assert await store.timers_due(at(659)) == []
+    closed = await store.transition(owed.id, OPEN, RequestState.cancelled, now=at(670))
+    assert closed is not None and closed.timer_steps == []
+    assert await store.list_timed() == []

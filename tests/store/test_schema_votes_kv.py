@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.models import Post
+from bridge.models import Post, RequestState, TimerStep
 from bridge.store import Store, StoreError, Vote
 from bridge.store.codec import SCHEMA_VERSION
 from tests.store.conftest import Backend
-from tests.store.helpers import at, make_request
+from tests.store.helpers import at, make_answer, make_request
 
 
 async def test_migrates_an_empty_database_and_reopens(backend: Backend) -> None:
@@ -27,6 +27,39 @@ async def test_migrates_an_empty_database_and_reopens(backend: Backend) -> None:
         assert await second.count_by_state() == {"pending": 1}
     finally:
         await second.close()
+
+
+async def test_a_database_from_the_first_release_gets_the_new_columns(backend: Backend) -> None:
+    store = await backend.open_store()
+    await store.create_request(make_request(external_id="old", state=RequestState.posted))
+    failing = make_request(source="delta", state=RequestState.posted)
+    await store.create_request(failing)
+    await store.transition(failing.id, {RequestState.posted}, RequestState.answered, answer=make_answer(),
+                           enqueue="answered", now=at(5))
+    [entry] = await store.list_outbox()
+    await store.outbox_retry(entry.id, attempts=1, due_at=at(60), error="503")
+    await store.close()
+    # as the first release left it: no requests.step_due_at, no outbox.source, the old partial index
+    await backend.sql("DROP INDEX ix_outbox_failing")
+    await backend.sql("ALTER TABLE outbox DROP COLUMN source")
+    await backend.sql("ALTER TABLE requests DROP COLUMN step_due_at")
+    if backend.kind == "postgres":
+        await backend.sql("CREATE INDEX ix_requests_timed ON requests(state) WHERE deadline IS NOT NULL "
+                          "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL")
+    store = await backend.open_store()
+    try:
+        assert (await store.outbox_stats()).failing == {"delta": 1}  # filled in from the requests
+        old = await store.find_by_external_id("webhook", "old")
+        assert old is not None and old.timer_steps == []
+        owed = TimerStep(id="remind:1", kind="remind", targets=["web"], lease_until=at(60))
+        assert await store.update_request(old.id, now=at(1), timer_steps=[owed]) is not None
+        assert await store.timers_due(at(60)) == [(old.id, at(60))]
+    finally:
+        await store.close()
+    if backend.kind == "postgres":
+        names = {r[0] for r in await backend.sql("SELECT indexname FROM pg_indexes WHERE tablename='requests' "
+                                                   "AND schemaname=current_schema()")}
+        assert "ix_requests_timers" in names and "ix_requests_timed" not in names
 
 
 async def test_refuses_a_schema_from_a_newer_bridge(backend: Backend) -> None:

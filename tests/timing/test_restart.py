@@ -3,10 +3,11 @@ nothing fires twice, nothing is skipped; downtime collapses missed reminders int
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
-from bridge.models import RequestState
-from tests.harness import ManualClock
+from bridge.models import RequestState, TimerStep
+from tests.harness import ManualClock, wait_for
 from tests.timing.helpers import answer, bridge_on, create, events, kinds, step, stored
 from tests.timing.test_ladder import LADDER
 from tests.timing.test_quorum import QUORUM
@@ -117,3 +118,29 @@ async def test_restart_between_votes_keeps_the_first_vote(tmp_path: Path) -> Non
         request = await stored(daemon, rid)
         assert not request.is_open and request.answer is not None
         assert [v.voter for v in await daemon.store.list_votes(rid)] == ["api:ana", "api:bob"]
+
+
+async def test_steps_claimed_before_a_crash_are_carried_out_at_once_at_the_next_start(tmp_path: Path) -> None:
+    """What the store holds when the daemon died right after claiming a reminder and an
+    escalation level, before posting either: the next start (SQLite: nobody else can be
+    working on them) takes both over without waiting for their leases, and posts once."""
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        rid = await create(daemon)
+        lease = clock.now() + timedelta(seconds=60)
+        steps = [TimerStep(id="remind:1", kind="remind", targets=["web:team"], lease_until=lease, owner="gone:1"),
+                 TimerStep(id="escalate:1", kind="escalate", targets=["web:lead"], lease_until=lease, owner="gone:1")]
+        await daemon.store.update_request(rid, now=clock.now(), reminders_sent=1, escalation_level=1,
+                                          targets=["web:team", "web:lead"], timer_steps=steps)
+    async with bridge_on(tmp_path, clock, LADDER) as daemon:
+        async def finished() -> bool:
+            await daemon.service.drain()
+            return not (await stored(daemon, rid)).timer_steps
+
+        await wait_for(finished, timeout=10)
+        assert [p.target for p in await daemon.store.list_posts(rid)] == ["web:team", "web:lead"]
+        taken = [e.data for e in await events(daemon, rid, "timer_step_taken_over")]
+        assert sorted(d["step"] for d in taken) == ["escalate:1", "remind:1"]
+        assert {d["from"] for d in taken} == {"gone:1"}
+        assert await step(daemon, clock, seconds=61) == 0  # nothing left to take over when the leases end
+        assert [p.target for p in await daemon.store.list_posts(rid)] == ["web:team", "web:lead"]

@@ -1,0 +1,87 @@
+"""SQLite store internals: schema migration, shared statements, row <-> model conversions.
+Every function runs inside a transaction the caller opened (in aiosqlite's thread)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from bridge.models import Event, Request
+from bridge.store.base import OutboxItem, StoreError
+from bridge.store.codec import SCHEMA_VERSION, request_columns, ts
+
+COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
+           "next_reminder_at, next_escalation_at, step_due_at, body")
+INSERT_REQUEST = (f"INSERT INTO requests ({COLUMNS}) VALUES (:id, :source, :external_id, :state, :route, "
+                  ":created_at, :updated_at, :deadline, :next_reminder_at, :next_escalation_at, :step_due_at, :body)")
+OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
+#: an outbox entry keeps its request's source, so /metrics counts failing ones by source from an index
+INSERT_OUTBOX = ("INSERT INTO outbox (request_id, source, state, due_at, created_at) "
+                 "VALUES (:rid, (SELECT source FROM requests WHERE id=:rid), :state, :due, :created)")
+_SIZE = re.compile(r"^(\d+)\s*([kmg]?)(?:i?b)?$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """`500MiB`, `64k`, `1G`, `1048576` → bytes (binary units); ValueError otherwise."""
+    found = _SIZE.match(text.strip())
+    if not found:
+        raise ValueError(f"{text!r} is not a size (like 512MiB or 2GiB)")
+    return int(found.group(1)) * 1024 ** " kmg".index((found.group(2) or " ").lower())
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    row = None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:
+        pass
+    version = int(row[0]) if row else 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
+        )
+    # columns added without a version bump (older bridges ignore them), before the indexes on them
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}
+    if columns and "step_due_at" not in columns:
+        conn.execute("ALTER TABLE requests ADD COLUMN step_due_at TEXT")
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
+    if columns and "source" not in columns:
+        conn.execute("ALTER TABLE outbox ADD COLUMN source TEXT")
+        conn.execute("UPDATE outbox SET source=(SELECT r.source FROM requests r WHERE r.id=outbox.request_id) "
+                     "WHERE done=0")
+    script = resources.files("bridge.store").joinpath("schema_sqlite.sql").read_text()
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
+        "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+        (str(SCHEMA_VERSION),),
+    )
+
+
+def write(conn: sqlite3.Connection, request: Request) -> None:
+    conn.execute(
+        "UPDATE requests SET state=:state, route=:route, updated_at=:updated_at, deadline=:deadline, "
+        "next_reminder_at=:next_reminder_at, next_escalation_at=:next_escalation_at, step_due_at=:step_due_at, "
+        "body=:body WHERE id=:id",
+        request_columns(request),
+    )
+
+
+def insert_event(conn: sqlite3.Connection, event: Event) -> None:
+    conn.execute(
+        "INSERT INTO events (request_id, at, kind, actor, data) VALUES (?,?,?,?,?)",
+        (event.request_id, ts(event.at), event.kind, event.actor, json.dumps(event.data, default=str)),
+    )
+
+
+def outbox_item(r: tuple[Any, ...]) -> OutboxItem:
+    return OutboxItem(
+        id=r[0], request_id=r[1], state=r[2], attempts=r[3], due_at=datetime.fromisoformat(r[4]),
+        created_at=datetime.fromisoformat(r[5]), last_error=r[6], dead=bool(r[7]),
+    )
