@@ -24,6 +24,7 @@ import aiosqlite
 from bridge.models import Answer, Event, Post, Request, RequestState
 from bridge.store.base import OutboxItem, Store, StoreError, Vote, claim_holds
 from bridge.store.codec import SCHEMA_VERSION, load_request, parse_ts, request_columns, ts
+from bridge.store.query import RequestQuery, sqlite_where
 
 T = TypeVar("T")
 CHECKPOINT_EVERY_S = 1.0
@@ -217,6 +218,19 @@ class SQLiteStore(Store):
         rows = await self._read(
             lambda c: c.execute("SELECT state, COUNT(*) FROM requests GROUP BY state").fetchall()
         )
+        return {state: n for state, n in rows}
+
+    async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
+        where, args = sqlite_where(query)
+        sql = "SELECT body FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        args.extend([min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)])
+        return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql, args)])
+
+    async def count_requests(self, query: RequestQuery) -> dict[str, int]:
+        where, args = sqlite_where(query, with_states=False)
+        sql = "SELECT state, COUNT(*) FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = await self._read(lambda c: c.execute(sql + " GROUP BY state", args).fetchall())
         return {state: n for state, n in rows}
 
     async def transition(
