@@ -15,7 +15,7 @@ from adapters.web.markdown import render_markdown
 from adapters.web.mine import Me
 from adapters.web.present import Decision, ask_summary, decision
 from adapters.web.request_view import open_notes
-from bridge.models import OPEN_STATES, Request
+from bridge.models import Request
 from bridge.service import BridgeService
 from bridge.store.query import RequestQuery
 
@@ -128,9 +128,5 @@ async def tab_counts(service: BridgeService, state: ListState, me: Me | None) ->
         for view, states in views.STATE_VIEWS.items()
     }
     mine = replace(state, view="mine").query(me)
-    if mine is None:
-        counts["mine"] = None
-    else:
-        open_states = {s.value for s in OPEN_STATES}
-        counts["mine"] = sum(n for s, n in (await service.store.count_requests(mine)).items() if s in open_states)
+    counts["mine"] = None if mine is None else sum((await service.store.count_requests(mine)).values())
     return counts

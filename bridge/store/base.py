@@ -91,8 +91,8 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def count_requests(self, query: RequestQuery) -> dict[str, int]:
-        """How many requests `query` matches, by state (`query.states` is ignored: one call
-        counts every tab of a list)."""
+        """How many requests `query` matches, by state (with no `states`, one call counts
+        every tab of a list)."""
 
     @abc.abstractmethod
     async def transition(

@@ -191,7 +191,7 @@ class PostgresStore(Store):
 
     async def count_requests(self, query: RequestQuery) -> dict[str, int]:
         args: list[Any] = []
-        where = postgres_where(query, args, with_states=False, encode=encode_text)
+        where = postgres_where(query, args, encode=encode_text)
         sql = "SELECT state, COUNT(*) FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
         async with self._conn() as conn:
             rows = await conn.fetch(sql + " GROUP BY state", *args)

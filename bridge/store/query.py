@@ -52,11 +52,11 @@ def _json_inner(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)[1:-1]
 
 
-def sqlite_where(query: RequestQuery, *, with_states: bool = True) -> tuple[list[str], list[Any]]:
+def sqlite_where(query: RequestQuery) -> tuple[list[str], list[Any]]:
     """WHERE terms (joined with AND by the caller) and their `?` arguments, for SQLite."""
     where: list[str] = []
     args: list[Any] = []
-    if with_states and query.states:
+    if query.states:
         where.append(f"state IN ({','.join('?' * len(query.states))})")
         args.extend(s.value for s in query.states)
     if query.source:
@@ -66,11 +66,11 @@ def sqlite_where(query: RequestQuery, *, with_states: bool = True) -> tuple[list
         where.append("route=?")
         args.append(query.route)
     if query.text:
-        # title and description decoded; the context as its JSON text (keys and values)
-        where.append("(json_extract(body, '$.title') LIKE ? ESCAPE '\\' "
-                     "OR json_extract(body, '$.description') LIKE ? ESCAPE '\\' "
-                     "OR json_extract(body, '$.context') LIKE ? ESCAPE '\\')")
-        args.extend([_like(query.text), _like(query.text), _like(_json_inner(query.text))])
+        # a cheap match on the stored text first; then one parse of the body for the exact
+        # check (the three values as a JSON array, matched as JSON text)
+        where.append("body LIKE ? ESCAPE '\\' "
+                     "AND json_extract(body, '$.title', '$.description', '$.context') LIKE ? ESCAPE '\\'")
+        args.extend([_like(_json_inner(query.text))] * 2)
     if query.responders_any:
         entries = sorted({e.lower() for e in query.responders_any})
         where.append("EXISTS (SELECT 1 FROM json_each(requests.body, '$.responders') AS r "
@@ -85,27 +85,30 @@ def sqlite_where(query: RequestQuery, *, with_states: bool = True) -> tuple[list
 
 
 _PG_BODY = (r"(CASE WHEN requests.body NOT LIKE '{%' THEN NULL "
-            r"WHEN strpos(requests.body, '\u0000') = 0 THEN requests.body::json "
-            r"ELSE regexp_replace(requests.body, '(?<!\\)((?:\\\\)*)\\u0000', '\1', 'g')::json END)")
+            r"WHEN strpos(requests.body, '\u0000') = 0 THEN requests.body::jsonb "
+            r"ELSE regexp_replace(requests.body, '(?<!\\)((?:\\\\)*)\\u0000', '\1', 'g')::jsonb END)")
 
 
-def postgres_where(query: RequestQuery, args: list[Any], *, with_states: bool = True,
-                   encode: Any = str) -> list[str]:
+def _pg_parsed(expression: str) -> str:
+    """A scalar subquery computing `expression` over the body parsed once (as `x`)."""
+    return f"(SELECT {expression} FROM (SELECT {_PG_BODY} AS x OFFSET 0) AS parsed)"
+
+
+def postgres_where(query: RequestQuery, args: list[Any], *, encode: Any = str) -> list[str]:
     """WHERE terms for PostgreSQL; their `$n` arguments are appended to `args`. `encode`
     maps a string to what the store keeps in text columns.
 
-    The body is read as `json` and compared as JSON text, so no string is unescaped; the
-    escape `\\u0000` (which PostgreSQL refuses to read even there) is dropped first, and a
-    body the store had to escape (it never starts with `{` then) is skipped rather than
-    failing the whole query."""
-    body = _PG_BODY
+    A cheap match on the stored text comes first; only the rows it lets through have their
+    body parsed (once, as `jsonb`) for the exact check, compared as JSON text. The escape
+    `\\u0000` (which PostgreSQL refuses) is dropped first, and a body the store had to
+    escape (it never starts with `{` then) is skipped rather than failing the whole query."""
     where: list[str] = []
 
     def arg(value: Any) -> str:
         args.append(value)
         return f"${len(args)}"
 
-    if with_states and query.states:
+    if query.states:
         where.append(f"state = ANY({arg([s.value for s in query.states])}::text[])")
     if query.source:
         where.append(f"source={arg(encode(query.source))}")
@@ -113,13 +116,13 @@ def postgres_where(query: RequestQuery, args: list[Any], *, with_states: bool = 
         where.append(f"route={arg(encode(query.route))}")
     if query.text:
         pattern = arg(_like(_json_inner(query.text)))
-        where.append(f"(({body}->'title')::text ILIKE {pattern} "
-                     f"OR ({body}->'description')::text ILIKE {pattern} "
-                     f"OR ({body}->'context')::text ILIKE {pattern})")
+        exact = _pg_parsed("jsonb_build_array(x->'title', x->'description', x->'context')::text")
+        where.append(f"requests.body ILIKE {pattern}")
+        where.append(f"{exact} ILIKE {pattern}")
     if query.responders_any:
         quoted = sorted({json.dumps(e.lower(), ensure_ascii=False) for e in query.responders_any})
-        where.append(f"EXISTS (SELECT 1 FROM json_array_elements({body}->'responders') AS r "
-                     f"WHERE json_typeof(r) = 'string' AND lower(r::text) = ANY({arg(quoted)}::text[]))")
+        where.append(_pg_parsed(f"EXISTS (SELECT 1 FROM jsonb_array_elements(x->'responders') AS r "
+                                f"WHERE jsonb_typeof(r) = 'string' AND lower(r::text) = ANY({arg(quoted)}::text[]))"))
     if query.not_voted_by:
         voters = sorted({encode(v) for v in query.not_voted_by})
         where.append(f"NOT EXISTS (SELECT 1 FROM votes WHERE votes.request_id = requests.id "

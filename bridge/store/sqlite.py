@@ -228,7 +228,7 @@ class SQLiteStore(Store):
         return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql, args)])
 
     async def count_requests(self, query: RequestQuery) -> dict[str, int]:
-        where, args = sqlite_where(query, with_states=False)
+        where, args = sqlite_where(query)
         sql = "SELECT state, COUNT(*) FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
         rows = await self._read(lambda c: c.execute(sql + " GROUP BY state", args).fetchall())
         return {state: n for state, n in rows}
