@@ -147,3 +147,33 @@ async def test_follows_the_systems_dark_mode(bridge: Daemon, browser: Browser) -
                 "[getComputedStyle(document.body).backgroundColor, getComputedStyle(document.body).color]")
     assert colours["light"] == ["rgb(244, 246, 249)", "rgb(24, 32, 44)"]
     assert colours["dark"] == ["rgb(14, 19, 26)", "rgb(229, 233, 239)"]
+
+
+async def test_hostile_markdown_loads_nothing_and_runs_nothing(bridge: Daemon, browser: Browser) -> None:
+    hostile = ("![pixel](https://tracker.example/p.gif) <img src=https://tracker.example/q.gif>\n\n"
+               "[click](javascript:window.__pwned=1) <script>window.__pwned=2</script>\n\n"
+               "<a href=https://evil.example onclick=window.__pwned=3>raw</a> [fine](https://docs.example/x)")
+    rid = await create(bridge, {**CONFIRM, "description": hostile, "context": {"note": hostile}})
+    async with new_page(browser, **DESKTOP) as page:
+        elsewhere: list[str] = []
+
+        async def only_the_daemon(route: Any) -> None:
+            if route.request.url.startswith(bridge.base_url):
+                await route.continue_()
+            else:
+                elsewhere.append(route.request.url)
+                await route.abort()
+
+        await page.context.route("**/*", only_the_daemon)
+        await page.goto(f"{bridge.base_url}/inbox/r/{rid}")
+        await page.wait_for_selector("html[data-js=ready]", state="attached")
+        description = page.locator(".description")
+        assert await description.locator("img").count() == 0
+        assert await description.get_by_role("link", name="image: pixel").get_attribute("href") == \
+            "https://tracker.example/p.gif"
+        assert await description.get_by_role("link", name="fine").get_attribute("rel") == "nofollow noopener noreferrer"
+        assert await page.locator("a[href^='javascript'], [onclick]").count() == 0
+        assert "<script>window.__pwned=2</script>" in await description.inner_text()  # shown as text
+        await page.mouse.click(10, 10)
+        assert await page.evaluate("window.__pwned === undefined")
+        assert elsewhere == []
