@@ -10,7 +10,7 @@ from adapters.web.answers import parse_answer
 from adapters.web.auth import InboxAuth, LoginRefused, Viewer
 from adapters.web.settings import WebConfig
 from adapters.web.views import countdown, vote_views
-from bridge.models import Question, QuestionKind, Request
+from bridge.models import Question
 from bridge.store.base import Vote
 
 
@@ -70,6 +70,8 @@ def test_countdown_text() -> None:
 
 
 def test_votes_are_shown_readably() -> None:
+    from bridge.models import QuestionKind, Request
+
     at = datetime(2026, 1, 1, tzinfo=UTC)
     votes = [Vote("r", "web:a", '{"ok": "yes"}', "alice", at), Vote("r", "web:b", "not json", "", at),
              Vote("r", "web:c", '{"ok": "no"}', "cy", at)]
