@@ -17,13 +17,16 @@ from starlette.routing import BaseRoute, Route
 from adapters.web import views
 from adapters.web.answers import parse_answer
 from adapters.web.auth import CSRF_COOKIE, InboxAuth
+from adapters.web.confirm import check_step
 from adapters.web.render import Renderer, browser_id, is_secure, read_form, redirect
+from adapters.web.request_view import progress, reading
 from bridge.errors import BridgeError
 from bridge.links import AnswerLink, resolve
 from bridge.models import Request as BridgeRequest
 from bridge.models import Responder
 from bridge.service import BridgeService
 
+STALE = "This form is stale or did not come from this page. Reload it and try again."
 NOT_VALID = ("This link is not valid", "Check that the whole link was opened (mail programs sometimes cut "
              "long links), or answer in the inbox or chat instead.")
 
@@ -37,7 +40,8 @@ class LinkPages:
 
     def routes(self) -> Sequence[BaseRoute]:
         return [Route("/inbox/a/{token}", self.page, methods=["GET"]),
-                Route("/inbox/a/{token}", self.answer, methods=["POST"])]
+                Route("/inbox/a/{token}", self.answer, methods=["POST"]),
+                Route("/inbox/a/{token}/confirm", self.confirm, methods=["POST"])]
 
     @staticmethod
     def _service(request: Request) -> BridgeService:
@@ -52,16 +56,18 @@ class LinkPages:
         found = await service.get(link.request_id)
         return None if found is None else (link, found)
 
-    def _show(self, request: Request, link: AnswerLink, found: BridgeRequest, *, status: int = 200,
-              notice: str = "", problem: str = "", errors: dict[str, str] | None = None,
-              prior: dict[str, object] | None = None) -> Response:
+    async def _show(self, request: Request, link: AnswerLink, found: BridgeRequest, *, status: int = 200,
+                    notice: str = "", problem: str = "", errors: dict[str, str] | None = None,
+                    prior: dict[str, object] | None = None) -> Response:
         browser, cookies = browser_id(request, self.auth)
+        service = self._service(request)
         outcome = "" if found.is_open else views.closed_message(found).capitalize()
         return self.render.page(
             "link.html", status=status, cookies=cookies, secure=is_secure(request),
-            csrf=self.auth.csrf_token(browser), viewer=None, open_mode=False, r=found, token=link.token,
-            recipient=link.handle.partition(":")[2], context=views.context_items(found), notice=notice,
-            problem=problem, errors=errors or {}, prior=prior or {}, outcome=outcome)
+            csrf=self.auth.csrf_token(browser), viewer=None, open_mode=False, token=link.token,
+            recipient=link.handle.partition(":")[2], notice=notice, problem=problem, errors=errors or {},
+            prior=prior or {}, outcome=outcome, **reading(found, service.clock.now()),
+            **await progress(service, found))
 
     def _not_valid(self, request: Request, status: int = 404) -> Response:
         browser, cookies = browser_id(request, self.auth)
@@ -69,6 +75,14 @@ class LinkPages:
         return self.render.page("message.html", status=status, cookies=cookies, secure=is_secure(request),
                                 csrf=self.auth.csrf_token(browser), viewer=None, open_mode=False,
                                 heading=heading, text=text)
+
+    async def _checked_form(self, request: Request) -> dict[str, list[str]] | None:
+        """The posted form when it came from this page (CSRF cookie and token), else None."""
+        form = await read_form(request)
+        given = (form or {}).get("csrf", [None])[0]
+        if form is None or not request.cookies.get(CSRF_COOKIE) or not self.auth.csrf_ok(request, None, given):
+            return None
+        return form
 
     async def page(self, request: Request) -> Response:
         opened = await self._open(request)
@@ -78,23 +92,21 @@ class LinkPages:
         notice = {"answered": "Your answer was recorded. Thank you.",
                   "voted": "Your vote was recorded; the request needs more approvals."}.get(
             request.query_params.get("done", ""), "")
-        return self._show(request, link, found, status=200 if found.is_open or notice else 410, notice=notice)
+        return await self._show(request, link, found, status=200 if found.is_open or notice else 410, notice=notice)
 
     async def answer(self, request: Request) -> Response:
         opened = await self._open(request)
         if opened is None:
             return self._not_valid(request)
         link, found = opened
-        form = await read_form(request)
-        given = (form or {}).get("csrf", [None])[0]
-        if form is None or not request.cookies.get(CSRF_COOKIE) or not self.auth.csrf_ok(request, None, given):
-            return self._show(request, link, found, status=403,
-                              problem="This form is stale or did not come from this page. Reload it and try again.")
+        form = await self._checked_form(request)
+        if form is None:
+            return await self._show(request, link, found, status=403, problem=STALE)
         if not found.is_open:
-            return self._show(request, link, found, status=409, problem=views.closed_message(found))
+            return await self._show(request, link, found, status=409, problem=views.closed_message(found))
         parsed = parse_answer(found.questions, form)
         if not parsed.ok:
-            return self._show(request, link, found, status=422, errors=parsed.errors, prior=parsed.prior,
+            return await self._show(request, link, found, status=422, errors=parsed.errors, prior=parsed.prior,
                               problem="Some answers need fixing (see below).")
         platform, _, address = link.handle.partition(":")
         service = self._service(request)
@@ -103,5 +115,29 @@ class LinkPages:
             updated = await service.answer(found.id, responder, parsed.values, via=platform, reason=parsed.reason)
         except BridgeError as exc:
             current = await service.get(found.id) or found
-            return self._show(request, link, current, status=exc.status, problem=str(exc), prior=parsed.prior)
+            return await self._show(request, link, current, status=exc.status, problem=str(exc), prior=parsed.prior)
         return redirect(f"/inbox/a/{link.token}?done={'voted' if updated.is_open else 'answered'}")
+
+    async def confirm(self, request: Request) -> Response:
+        """The check step for pages without JavaScript: records nothing."""
+        opened = await self._open(request)
+        if opened is None:
+            return self._not_valid(request)
+        link, found = opened
+        form = await self._checked_form(request)
+        if form is None:
+            return await self._show(request, link, found, status=403, problem=STALE)
+        if not found.is_open:
+            return await self._show(request, link, found, status=409, problem=views.closed_message(found))
+        if found.secret_question_ids:
+            return await self._show(request, link, found, status=400,
+                                    problem="Answers with a secret are sent directly: send the form.")
+        parsed = parse_answer(found.questions, form)
+        if not parsed.ok:
+            return await self._show(request, link, found, status=422, errors=parsed.errors, prior=parsed.prior,
+                                    problem="Some answers need fixing (see below).")
+        browser, cookies = browser_id(request, self.auth)
+        return self.render.page(
+            "confirm.html", cookies=cookies, secure=is_secure(request), csrf=self.auth.csrf_token(browser),
+            viewer=None, open_mode=False, r=found, form_action=f"/inbox/a/{link.token}",
+            back_url=f"/inbox/a/{link.token}", **check_step(found, form, parsed))

@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from adapters.web import views
+from adapters.web import listing, views
 from adapters.web.answers import parse_answer
 from adapters.web.auth import (
     COOKIE_PATH,
@@ -23,18 +23,20 @@ from adapters.web.auth import (
     LoginRefused,
     Viewer,
 )
+from adapters.web.confirm import check_step
 from adapters.web.links import LinkPages
+from adapters.web.listing import ListState
+from adapters.web.mine import Me, me
 from adapters.web.render import STATIC, Renderer, browser_id, is_secure, read_form, redirect
+from adapters.web.request_view import request_view
 from adapters.web.settings import NAME_PATTERN, WebConfig
 from bridge.errors import BridgeError
 from bridge.models import Request as BridgeRequest
 from bridge.models import Responder
 from bridge.ports import Clock, source_problems
 from bridge.service import BridgeService
-from bridge.timing_view import timing_notes
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-FILTER_RE = re.compile(r"^[A-Za-z0-9_.:\[\] -]{1,100}$")
 OPERATOR_PAGES = ("/docs", "/openapi.json", "/metrics", "/redoc")  # opened by an inbox session too
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -56,6 +58,7 @@ class Inbox:
             Route("/inbox/r/{request_id}", self._guard(self.detail_page), methods=["GET"]),
             Route("/inbox/r/{request_id}/live", self._guard(self.detail_live, api=True), methods=["GET"]),
             Route("/inbox/r/{request_id}/answer", self._guard(self.answer, post=True), methods=["POST"]),
+            Route("/inbox/r/{request_id}/confirm", self._guard(self.confirm, post=True), methods=["POST"]),
             Route("/inbox/r/{request_id}/retry", self._guard(self.retry, post=True), methods=["POST"]),
             Route("/inbox/login", self.login_page, methods=["GET"]),
             Route("/inbox/login", self.login, methods=["POST"]),
@@ -114,55 +117,39 @@ class Inbox:
         return service
 
     # list ---------------------------------------------------------------------------------
-    def _filters(self, request: Request) -> dict[str, Any]:
-        q = request.query_params
-        view = q.get("view", "open")
-        filters: dict[str, Any] = {"view": view if view in views.STATE_VIEWS else "open"}
-        for key in ("source", "route"):
-            value = q.get(key, "")
-            filters[key] = value if FILTER_RE.fullmatch(value) else ""
-        offset = q.get("offset", "0")
-        filters["offset"] = min(int(offset), 1_000_000) if offset.isdigit() and len(offset) < 8 else 0
-        return filters
+    def _me(self, request: Request, viewer: Viewer) -> Me | None:
+        return me(self._service(request).people, viewer)
 
-    async def _rows(self, service: BridgeService, filters: dict[str, Any]) -> list[dict[str, Any]]:
-        states = list(views.STATE_VIEWS[filters["view"]]) or None
-        requests = await service.store.list_requests(
-            states=states, source=filters["source"] or None, route=filters["route"] or None,
-            limit=self.config.page_size, offset=filters["offset"],
-        )
-        dead = {item.request_id for item in await service.store.list_outbox(dead=True)}
-        now = self.clock.now()
-        rows = []
-        for r in requests:
-            quorum = service.route_of(r).quorum
-            votes = len(await service.store.list_votes(r.id)) if quorum > 1 else 0
-            rows.append({"r": r, "countdown": views.countdown(r.deadline, now) if r.is_open else "",
-                         "quorum": quorum, "votes": votes, "dead": r.id in dead,
-                         "notes": await _notes(service, r),
-                         "answer": views.answer_view(r), "context": views.context_items(r)})
-        return rows
-
-    def _list_context(self, request: Request, filters: dict[str, Any]) -> dict[str, Any]:
+    async def _list(self, request: Request, viewer: Viewer, state: ListState,
+                    current: str = "") -> dict[str, Any]:
+        """The list's context (rows, tab counts, filters, problems) for any page that shows it."""
         service = self._service(request)
         settings = request.app.state.settings
+        who = self._me(request, viewer)
         routes = [r.name for r in settings.routes if r.name] + [settings.default_route.name or "default"]
-        query = {k: v for k, v in filters.items() if v and k != "offset"}
         problems = {name: source_problems(source) for name, source in service.sources.items()}
-        return {"filters": filters, "sources": sorted(service.sources), "routes": routes,
-                "source_problems": {name: found for name, found in sorted(problems.items()) if found},
-                "views": list(views.STATE_VIEWS), "live_url": "/inbox/live?" + urlencode(query),
-                "query": query, "page_size": self.config.page_size}
+        live = state.params() + (f"&current={current}" if current else "")
+        return {
+            "state": state, "current": current,
+            "rows": await listing.rows(service, state, who, self.clock.now(), self.config.page_size),
+            "counts": await listing.tab_counts(service, state, who),
+            "sources": sorted(service.sources), "routes": routes,
+            "source_problems": {name: found for name, found in sorted(problems.items()) if found},
+            "live_url": "/inbox/live?" + live.lstrip("&"), "page_size": self.config.page_size,
+        }
+
+    def _state(self, request: Request, viewer: Viewer) -> ListState:
+        return ListState.from_params(request.query_params)
 
     async def list_page(self, request: Request, viewer: Viewer) -> Response:
-        filters = self._filters(request)
-        rows = await self._rows(self._service(request), filters)
-        return self._page(request, "list.html", viewer=viewer, rows=rows, **self._list_context(request, filters))
+        context = await self._list(request, viewer, self._state(request, viewer))
+        return self._page(request, "list.html", viewer=viewer, now=self.clock.now(), **context)
 
     async def list_live(self, request: Request, viewer: Viewer) -> Response:
-        filters = self._filters(request)
-        rows = await self._rows(self._service(request), filters)
-        return self.render.fragment(request, "_rows.html", rows=rows, filters=filters)
+        current = request.query_params.get("current", "")
+        context = await self._list(request, viewer, self._state(request, viewer),
+                                   current if ID_RE.fullmatch(current) else "")
+        return self.render.fragment(request, "_list_live.html", now=self.clock.now(), **context)
 
     # one request --------------------------------------------------------------------------
     async def _load(self, request: Request) -> BridgeRequest | None:
@@ -171,28 +158,20 @@ class Inbox:
             return None
         return await self._service(request).get(request_id)
 
-    async def _status(self, service: BridgeService, found: BridgeRequest) -> dict[str, Any]:
-        deliveries = await service.store.list_outbox(request_id=found.id)
-        return {
-            "r": found,
-            "countdown": views.countdown(found.deadline, self.clock.now()) if found.is_open else "",
-            "quorum": service.route_of(found).quorum,
-            "votes": views.vote_views(await service.store.list_votes(found.id)),
-            "notes": await _notes(service, found),
-            "answer": views.answer_view(found),
-            "events": views.event_views(await service.store.list_events(found.id)),
-            "posts": await service.store.list_posts(found.id),
-            "deliveries": views.delivery_views(deliveries),
-            "can_retry": views.can_retry(found, deliveries),
-            "context": views.context_items(found),
-        }
-
     async def _detail(self, request: Request, viewer: Viewer, found: BridgeRequest, *, status: int = 200,
                       errors: dict[str, str] | None = None, prior: dict[str, Any] | None = None,
-                      notice: str = "", problem: str = "") -> Response:
-        context = await self._status(self._service(request), found)
+                      notice: str = "", problem: str = "", state: ListState | None = None) -> Response:
+        state = state or self._state(request, viewer)
+        service = self._service(request)
+        context = await self._list(request, viewer, state, current=found.id)
+        shown = await request_view(service, found, self.clock.now(), self._me(request, viewer))
+        next_url = ""
+        if notice and not found.is_open:
+            after = [row.r for row in context["rows"] if row.r.is_open and row.r.id != found.id]
+            next_url = f"/inbox/r/{after[0].id}{state.suffix()}" if after else ""
         return self._page(request, "detail.html", status=status, viewer=viewer, errors=errors or {},
-                          prior=prior or {}, notice=notice, problem=problem, **context)
+                          prior=prior or {}, notice=notice, problem=problem, next_url=next_url,
+                          list_params=state.params(), **context, **shown)
 
     async def detail_page(self, request: Request, viewer: Viewer) -> Response:
         found = await self._load(request)
@@ -206,20 +185,26 @@ class Inbox:
         found = await self._load(request)
         if found is None:
             return self._message(request, 404, "Not found", "There is no such request.", viewer)
-        context = await self._status(self._service(request), found)
+        shown = await request_view(self._service(request), found, self.clock.now(), self._me(request, viewer))
         csrf = self.auth.csrf_token(self._browser(request)[0])
-        return self.render.fragment(request, "_status.html", csrf=csrf, **context)
+        return self.render.fragment(request, "_detail_live.html", csrf=csrf, **shown)
+
+    def _posted_state(self, request: Request) -> ListState:
+        """The list a form was posted from (its hidden `list` field), to go back to it."""
+        given = _first(request.state.form, "list") or ""
+        return ListState.from_params(dict(parse_qsl(given[:1000])))
 
     async def answer(self, request: Request, viewer: Viewer) -> Response:
         found = await self._load(request)
         if found is None:
             return self._message(request, 404, "Not found", "There is no such request.", viewer)
+        state = self._posted_state(request)
         parsed = parse_answer(found.questions, request.state.form)
         if not found.is_open:
-            return await self._detail(request, viewer, found, status=409,
+            return await self._detail(request, viewer, found, status=409, state=state,
                                       problem=views.closed_message(found))
         if not parsed.ok:
-            return await self._detail(request, viewer, found, status=422, errors=parsed.errors,
+            return await self._detail(request, viewer, found, status=422, errors=parsed.errors, state=state,
                                       prior=parsed.prior, problem="Some answers need fixing (see below).")
         responder = Responder(platform=viewer.platform, user_id=viewer.identity, name=viewer.display)
         service = self._service(request)
@@ -228,9 +213,31 @@ class Inbox:
         except BridgeError as exc:
             current = await service.get(found.id) or found
             return await self._detail(request, viewer, current, status=exc.status, prior=parsed.prior,
-                                      problem=str(exc))
+                                      state=state, problem=str(exc))
         done = "voted" if updated.is_open else "answered"
-        return redirect(f"/inbox/r/{found.id}?done={done}")
+        back = state.params()
+        return redirect(f"/inbox/r/{found.id}?done={done}" + (f"&{back}" if back else ""))
+
+    async def confirm(self, request: Request, viewer: Viewer) -> Response:
+        """The check step (no JavaScript): show the answer as it will be sent; record nothing."""
+        found = await self._load(request)
+        if found is None:
+            return self._message(request, 404, "Not found", "There is no such request.", viewer)
+        state = self._posted_state(request)
+        if found.secret_question_ids:
+            return self._message(request, 400, "Nothing to check",
+                                 "Answers with a secret are sent directly: go back and send the form.", viewer)
+        parsed = parse_answer(found.questions, request.state.form)
+        if not found.is_open:
+            return await self._detail(request, viewer, found, status=409, state=state,
+                                      problem=views.closed_message(found))
+        if not parsed.ok:
+            return await self._detail(request, viewer, found, status=422, errors=parsed.errors, state=state,
+                                      prior=parsed.prior, problem="Some answers need fixing (see below).")
+        return self._page(request, "confirm.html", viewer=viewer, r=found,
+                          form_action=f"/inbox/r/{found.id}/answer",
+                          back_url=f"/inbox/r/{found.id}{state.suffix()}",
+                          **check_step(found, request.state.form, parsed))
 
     async def retry(self, request: Request, viewer: Viewer) -> Response:
         found = await self._load(request)
@@ -300,11 +307,6 @@ class Inbox:
         for path in (SESSION_PATH, COOKIE_PATH):
             response.delete_cookie(SESSION_COOKIE, path=path, httponly=True, samesite="strict")
         return response
-
-
-async def _notes(service: BridgeService, found: BridgeRequest) -> list[str]:
-    """What every copy of an open request says about its timing (votes, escalations)."""
-    return await timing_notes(service, found) if found.is_open else []
 
 
 def _first(form: dict[str, list[str]], name: str) -> str | None:

@@ -16,6 +16,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters.web import views
 from adapters.web.auth import CSRF_COOKIE, InboxAuth
+from adapters.web.confirm import UNDO_SECONDS
+from adapters.web.listing import TABS
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -41,10 +43,11 @@ def build_environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["when"] = views.when
-    env.filters["pretty_json"] = views.pretty_json
-    env.filters["short_json"] = views.short_json
-    env.globals["kind_labels"] = views.KIND_LABELS
+    env.filters["clock"] = views.clock
+    env.filters["ago"] = views.ago
     env.globals["edit_default"] = views.edit_default
+    env.globals["tabs"] = TABS
+    env.globals["undo_s"] = UNDO_SECONDS
     return env
 
 

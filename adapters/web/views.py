@@ -15,8 +15,6 @@ from bridge.errors import AlreadyClosed
 from bridge.models import Event, QuestionKind, Request, RequestState
 from bridge.store.base import OutboxItem, Vote
 
-MAX_SHOWN_JSON = 20_000
-
 # the state filter of the list: a name in the URL → the states it shows
 STATE_VIEWS: dict[str, tuple[RequestState, ...]] = {
     "open": (RequestState.pending, RequestState.posted),
@@ -26,17 +24,6 @@ STATE_VIEWS: dict[str, tuple[RequestState, ...]] = {
     "failed": (RequestState.failed,),
     "all": (),
 }
-
-KIND_LABELS = {
-    QuestionKind.confirm: "approve / reject",
-    QuestionKind.choice: "choice",
-    QuestionKind.multi_choice: "several choices",
-    QuestionKind.text: "text",
-    QuestionKind.secret: "secret",
-    QuestionKind.form: "form",
-    QuestionKind.edit: "edit JSON",
-}
-
 
 def countdown(deadline: datetime | None, now: datetime) -> str:
     """`in 29 min`, `in 45 s`, `overdue by 3 min`; minute granularity past a minute."""
@@ -63,9 +50,28 @@ def when(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S UTC") if at else ""
 
 
-def pretty_json(value: Any) -> str:
-    text = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
-    return text if len(text) <= MAX_SHOWN_JSON else text[:MAX_SHOWN_JSON] + "\n… (truncated)"
+def clock(at: datetime | None, now: datetime) -> str:
+    """`14:02 UTC` today, `22 Nov 14:02 UTC` this year, else with the year (pages turn it
+    into the reader's own time zone when JavaScript runs)."""
+    if at is None:
+        return ""
+    if at.date() == now.date():
+        return at.strftime("%H:%M UTC")
+    if at.year == now.year:
+        return f"{at.day} {at.strftime('%b %H:%M UTC')}"
+    return f"{at.day} {at.strftime('%b %Y %H:%M UTC')}"
+
+
+def ago(at: datetime, now: datetime) -> str:
+    """`just now`, `3 min ago`, `2 h ago`, `4 d ago`."""
+    seconds = int((now - at).total_seconds())
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min ago"
+    if seconds < 48 * 3600:
+        return f"{seconds // 3600} h ago"
+    return f"{seconds // 86400} d ago"
 
 
 def short_json(value: Any, limit: int = 300) -> str:
@@ -79,14 +85,21 @@ class VoteView:
     value: str
 
 
-def vote_views(votes: list[Vote]) -> list[VoteView]:
+def vote_views(request: Request, votes: list[Vote]) -> list[VoteView]:
+    """Each vote as `ana: approved` (confirm questions) or `ana: region eu, note …`."""
+    confirm_only = all(q.kind is QuestionKind.confirm for q in request.questions)
     out = []
     for vote in votes:
         try:
             value = json.loads(vote.value)
-            shown = ", ".join(f"{k}: {v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
         except ValueError:
-            shown = vote.value
+            value = vote.value
+        if isinstance(value, dict) and confirm_only:
+            shown = "rejected" if "no" in value.values() else "approved"
+        elif isinstance(value, dict):
+            shown = ", ".join(f"{k} {v if isinstance(v, str) else short_json(v, 100)}" for k, v in value.items())
+        else:
+            shown = str(value)
         out.append(VoteView(vote.name or vote.voter, shown[:300]))
     return out
 
@@ -113,31 +126,24 @@ def event_views(events: list[Event]) -> list[EventView]:
 
 @dataclass(frozen=True)
 class DeliveryView:
-    outcome: str
-    attempts: int
-    status: str
+    text: str
     last_error: str
     dead: bool
 
 
 def delivery_views(items: list[OutboxItem]) -> list[DeliveryView]:
-    return [
-        DeliveryView(item.state, item.attempts,
-                     "gave up" if item.dead else f"next attempt {when(item.due_at)}",
-                     (item.last_error or "")[:500], item.dead)
-        for item in items
-    ]
-
-
-def answer_view(request: Request) -> dict[str, Any] | None:
-    """The recorded answer with secrets shown as `[secret]`."""
-    if request.answer is None:
-        return None
-    values = request.redacted_answer() or {}
-    shown = {k: (v if isinstance(v, str) else short_json(v, 2000)) for k, v in values.items()}
-    answer = request.answer
-    return {"values": shown, "by": answer.responder.display, "platform": answer.responder.platform,
-            "via": answer.via, "at": when(answer.answered_at), "reason": answer.reason or ""}
+    """The write-backs still under way or given up, as sentences."""
+    out = []
+    for item in items:
+        tries = f"{item.attempts} attempt{'s' if item.attempts != 1 else ''}"
+        if item.dead:
+            text = f"Gave up after {tries}: the engine does not have the {item.state} outcome."
+        elif item.attempts == 0:
+            text = "Sending the outcome to the engine…"
+        else:
+            text = f"{tries} failed; trying again at {item.due_at.strftime('%H:%M:%S UTC')}."
+        out.append(DeliveryView(text, (item.last_error or "")[:500], item.dead))
+    return out
 
 
 def can_retry(request: Request, deliveries: list[OutboxItem]) -> bool:

@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute
 
 from bridge.config import Settings
 from bridge.http import api
+from bridge.http.docs import install_docs
 from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
 from bridge.service import BridgeService
@@ -61,7 +62,9 @@ def create_app(
         version="0.1.0",
         description="Lets paused AI agent runs get answers from people.",
         max_body_size=settings.http.max_body_bytes,  # 413 for every route, streamed bodies too
+        docs_url=None, redoc_url=None,  # served by install_docs: offline, from a pinned package
     )
+    install_docs(app)
     app.state.bridge = service
     app.state.settings = settings
     metrics = Metrics(service)

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from bridge.health import Check, Health, Status
 from bridge.models import Answer, Event, Post, Request, RequestState
+from bridge.store.query import RequestQuery
 
 
 class StoreError(Exception):
@@ -125,6 +126,15 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def count_by_state(self) -> dict[str, int]: ...
+
+    @abc.abstractmethod
+    async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
+        """The requests `query` matches, newest first (search and "waiting for me" lists)."""
+
+    @abc.abstractmethod
+    async def count_requests(self, query: RequestQuery) -> dict[str, int]:
+        """How many requests `query` matches, by state (with no `states`, one call counts
+        every tab of a list)."""
 
     @abc.abstractmethod
     async def transition(

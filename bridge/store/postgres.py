@@ -37,6 +37,7 @@ from bridge.store.pg_rows import (
     write_args,
 )
 from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode_opt, encode_text, redact_url
+from bridge.store.query import RequestQuery, postgres_where
 
 # what a dropped connection looks like (server restart, failover, admin kill)
 _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError,
@@ -239,6 +240,24 @@ class PostgresStore(Store):
     async def count_by_state(self) -> dict[str, int]:
         async with self._conn() as conn:
             rows = await conn.fetch("SELECT state, COUNT(*) FROM requests GROUP BY state")
+        return {r[0]: int(r[1]) for r in rows}
+
+    async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
+        args: list[Any] = []
+        where = postgres_where(query, args, encode=encode_text)
+        sql = "SELECT body FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
+        args.extend([min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)])
+        sql += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
+        async with self._conn() as conn:
+            rows = await conn.fetch(sql, *args)
+        return [load_body(r[0]) for r in rows]
+
+    async def count_requests(self, query: RequestQuery) -> dict[str, int]:
+        args: list[Any] = []
+        where = postgres_where(query, args, encode=encode_text)
+        sql = "SELECT state, COUNT(*) FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
+        async with self._conn() as conn:
+            rows = await conn.fetch(sql + " GROUP BY state", *args)
         return {r[0]: int(r[1]) for r in rows}
 
     async def transition(

@@ -42,6 +42,7 @@ from bridge.store.base import (
     claim_holds,
 )
 from bridge.store.codec import STUCK_DELIVERED, load_request, move, parse_ts, request_columns, ts
+from bridge.store.query import RequestQuery, sqlite_where
 from bridge.store.sqlite_faults import FileGuard, fault_of, open_error
 from bridge.store.sqlite_rows import (
     INSERT_OUTBOX,
@@ -334,6 +335,19 @@ class SQLiteStore(Store):
         rows = await self._read(
             lambda c: c.execute("SELECT state, COUNT(*) FROM requests GROUP BY state").fetchall()
         )
+        return {state: n for state, n in rows}
+
+    async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
+        where, args = sqlite_where(query)
+        sql = "SELECT body FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        args.extend([min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)])
+        return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql, args)])
+
+    async def count_requests(self, query: RequestQuery) -> dict[str, int]:
+        where, args = sqlite_where(query)
+        sql = "SELECT state, COUNT(*) FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
+        rows = await self._read(lambda c: c.execute(sql + " GROUP BY state", args).fetchall())
         return {state: n for state, n in rows}
 
     async def transition(

@@ -56,13 +56,16 @@ async def test_answer_every_kind_in_the_browser(tmp_path: Path, browser: Browser
         await open_request(CONFIRM["title"])
         await page.fill("#in-reason", "change freeze until Monday")
         await page.get_by_role("button", name="Reject").click()
+        await page.get_by_role("button", name="Send now").click()  # rather than waiting out the undo window
         await done()
+        await page.get_by_text("Rejected by local in the inbox").wait_for()
         confirm = await answered(bridge, ids[CONFIRM["title"]])
         assert confirm.answer is not None and confirm.answer.values == {"ok": "no"}
         assert confirm.answer.reason == "change freeze until Monday"
 
         await open_request(CHOICE["title"])
         await page.get_by_role("button", name="us-east-1").click()
+        await page.get_by_role("button", name="Send now").click()
         await done()
         assert (await answered(bridge, ids[CHOICE["title"]])).answer.values == {"region": "us-east-1"}  # type: ignore[union-attr]
 
@@ -93,6 +96,8 @@ async def test_answer_every_kind_in_the_browser(tmp_path: Path, browser: Browser
         await page.fill("textarea[name='q.vendor.notes']", "net 30")
         await page.get_by_role("button", name="Send answer").click()
         await done()
+        shown = await page.locator("dl.answers").inner_text()
+        assert shown == "Vendor details\nCompany\nACME\nTier\ngold\nNotes\nnet 30"  # labelled, not JSON
         form = await answered(bridge, ids[FORM["title"]])
         assert form.answer is not None
         assert form.answer.values == {"vendor": {"company": "ACME", "tier": "gold", "notes": "net 30"}}
@@ -106,8 +111,14 @@ async def test_answer_every_kind_in_the_browser(tmp_path: Path, browser: Browser
         assert "not valid JSON" in await error.inner_text()
         await page.get_by_role("button", name="Send answer").click()  # blocked in the browser
         assert (await bridge.service.get(ids[EDIT["title"]])).answer is None  # type: ignore[union-attr]
-        await editor.fill('{"replicas": 5, "image": "api:3"}')
+        await editor.fill('{"replicas": 5, "image": "api:3", "dry_run": true}')
         await error.wait_for(state="hidden")
+        # the changes are shown before they are sent
+        changes = page.locator(".diff-live table.diff tbody tr")
+        assert await changes.all_inner_texts() == ["replicas\t3\t5", "image\t\"api:2\"\t\"api:3\"",
+                                                   "dry_run\t(not there)\ttrue"]
+        await editor.fill('{"replicas": 5, "image": "api:3"}')
+        await changes.nth(2).wait_for(state="detached")
         await page.get_by_role("button", name="Send answer").click()
         await done()
         edit = await answered(bridge, ids[EDIT["title"]])
@@ -139,7 +150,8 @@ async def test_live_updates_arrive_without_reloading(tmp_path: Path, browser: Br
             assert response.status_code == 200
         await page.locator("#closed-notice").wait_for()
         assert await page.locator("#answer-form").count() == 0
-        assert await page.locator(".final-answer .by").inner_text() == "erin"
+        assert "“eu-west-1” chosen by erin through the API" in await page.locator("#closed-notice").inner_text()
+        assert "chosen by erin" in await page.locator("#request-top .decision").inner_text()
         assert await page.evaluate("window.__sameDocument === true")
 
 
@@ -159,6 +171,7 @@ async def test_login_in_the_browser_and_answers_carry_the_name(tmp_path: Path, b
         await page.wait_for_url(f"**/inbox/r/{rid}")
         assert "hitl_session" not in await page.evaluate("document.cookie")  # HttpOnly
         await page.get_by_role("button", name="Approve").click()
+        await page.get_by_role("button", name="Send now").click()
         await page.get_by_text("Your answer was recorded.").wait_for()
         request = await answered(bridge, rid)
         assert request.answer is not None and request.answer.responder.name == "Frank"
@@ -169,15 +182,31 @@ async def test_login_in_the_browser_and_answers_carry_the_name(tmp_path: Path, b
 async def test_answering_works_with_javascript_switched_off(tmp_path: Path, browser: Browser) -> None:
     async with running_bridge(tmp_path) as bridge, \
             new_page(browser, java_script_enabled=False) as page:
-        ids = [await create(bridge, CONFIRM), await create(bridge, FORM)]
+        ids = [await create(bridge, CONFIRM), await create(bridge, FORM), await create(bridge, EDIT)]
         await page.goto(f"{bridge.base_url}/inbox/r/{ids[0]}")
+        await page.fill("#in-reason", "ship it")
         await page.get_by_role("button", name="Approve").click()
+        # one tap without JavaScript: a check step first, nothing recorded yet
+        await page.get_by_role("heading", name="Check your answer").wait_for()
+        assert "You are about to approve — ship it" in await page.locator(".decision").inner_text()
+        assert (await bridge.service.get(ids[0])).answer is None  # type: ignore[union-attr]
+        await page.get_by_role("button", name="Approve").click()
+        await page.get_by_text("Your answer was recorded.").wait_for()
+        await page.goto(f"{bridge.base_url}/inbox/r/{ids[2]}")
+        await page.fill("textarea[name='q.args']", '{"replicas": 4, "image": "api:2"}')
+        await page.get_by_role("button", name="Send answer").click()
+        await page.get_by_role("heading", name="Check your answer").wait_for()
+        assert await page.locator("table.diff tbody tr").all_inner_texts() == ["replicas\t3\t4"]
+        await page.get_by_role("button", name="Send answer").click()
         await page.get_by_text("Your answer was recorded.").wait_for()
         await page.goto(f"{bridge.base_url}/inbox/r/{ids[1]}")
         await page.fill("input[name='q.vendor.company']", "Initech")
         await page.select_option("select[name='q.vendor.tier']", "basic")
         await page.get_by_role("button", name="Send answer").click()
         await page.get_by_text("Your answer was recorded.").wait_for()
-        assert (await answered(bridge, ids[0])).answer.values == {"ok": "yes"}  # type: ignore[union-attr]
+        confirm = await answered(bridge, ids[0])
+        assert confirm.answer is not None and confirm.answer.values == {"ok": "yes"}
+        assert confirm.answer.reason == "ship it"
+        assert (await answered(bridge, ids[2])).answer.values == {"args": {"replicas": 4, "image": "api:2"}}  # type: ignore[union-attr]
         form = await answered(bridge, ids[1])
         assert form.answer is not None and form.answer.values == {"vendor": {"company": "Initech", "tier": "basic"}}

@@ -175,9 +175,9 @@ async def test_quorum_votes_are_shown_and_counted(tmp_path: Path) -> None:
         assert first.headers["location"] == f"/inbox/r/{rid}?done=voted"
         page = await alice.get(first.headers["location"])
         assert "Your vote was recorded." in page.text
-        assert "1 of 2 needed" in page.text and "alice: ok: yes" in page.text
+        assert "Needs 2 approvals: 1 so far (alice: approved)" in text_of(page.text)
         listing = await alice.get("/inbox")
-        assert "1 of 2 votes" in listing.text
+        assert "1 of 2 approvals" in listing.text
         assert (await bob.answer(rid, {"q.ok": "yes"})).headers["location"].endswith("done=answered")
         stored = await bridge.service.get(rid)
         assert stored is not None and not stored.is_open

@@ -73,9 +73,18 @@ def test_countdown_text() -> None:
 
 
 def test_votes_are_shown_readably() -> None:
+    from bridge.models import QuestionKind, Request
+
     at = datetime(2026, 1, 1, tzinfo=UTC)
-    shown = vote_views([Vote("r", "web:a", '{"ok": "yes"}', "alice", at), Vote("r", "web:b", "not json", "", at)])
-    assert [(v.name, v.value) for v in shown] == [("alice", "ok: yes"), ("web:b", "not json")]
+    votes = [Vote("r", "web:a", '{"ok": "yes"}', "alice", at), Vote("r", "web:b", "not json", "", at),
+             Vote("r", "web:c", '{"ok": "no"}', "cy", at)]
+    confirm = Request(id="r", title="t", questions=[Question(id="ok", kind=QuestionKind.confirm, prompt="ok?")],
+                      created_at=at, updated_at=at)
+    shown = vote_views(confirm, votes)
+    assert [(v.name, v.value) for v in shown] == [("alice", "approved"), ("web:b", "not json"), ("cy", "rejected")]
+    choice = confirm.model_copy(update={"questions": [Question(id="ok", kind=QuestionKind.choice, prompt="which?",
+                                                               options=["yes", "no"])]})
+    assert vote_views(choice, votes[:1])[0].value == "ok yes"
 
 
 def make_auth(**config: object) -> InboxAuth:
