@@ -5,6 +5,7 @@ Every text value goes through `encode_text` on the way in and `decode_text` on t
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from importlib import resources
@@ -19,6 +20,10 @@ from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
 SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
+#: what this bridge's schema script creates; when the database says it already ran it, no DDL runs
+#: at all: a replica starting beside running ones must not take table locks (CREATE INDEX IF NOT
+#: EXISTS still locks the table, and deadlocks with live writes)
+SCHEMA_DIGEST = hashlib.sha256(SCHEMA.encode()).hexdigest()[:32]
 
 
 async def migrate(conn: asyncpg.Connection) -> None:
@@ -38,6 +43,12 @@ async def migrate(conn: asyncpg.Connection) -> None:
         raise StoreError(
             f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
         )
+    if version == SCHEMA_VERSION and \
+            await conn.fetchval("SELECT value FROM meta WHERE key='schema_digest'") == SCHEMA_DIGEST:
+        # up to date: nothing to create; one write to a table nothing else locks proves the
+        # server takes writes (a standby, a read-only session: refused here, at start)
+        await conn.execute("UPDATE meta SET value=value WHERE key='schema_digest'")
+        return
     if version:  # columns added without a version bump (older bridges ignore them)
         if not await _has_column(conn, "requests", "step_due_at"):
             await conn.execute("ALTER TABLE requests ADD COLUMN step_due_at TIMESTAMPTZ")
@@ -47,9 +58,9 @@ async def migrate(conn: asyncpg.Connection) -> None:
                                "AND NOT o.done")
     await conn.execute(SCHEMA)
     await conn.execute(
-        "INSERT INTO meta (key, value) VALUES ('schema_version', $1) "
+        "INSERT INTO meta (key, value) VALUES ('schema_version', $1), ('schema_digest', $2) "
         "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
-        str(SCHEMA_VERSION),
+        str(SCHEMA_VERSION), SCHEMA_DIGEST,
     )
 
 

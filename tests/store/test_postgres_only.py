@@ -258,3 +258,22 @@ async def test_one_replica_holds_a_role_until_it_resigns_or_its_session_dies(
         await first.close()
         await second.close()
         await elsewhere.close()
+
+
+@pytest.mark.postgres
+async def test_a_replica_starting_beside_busy_ones_takes_no_table_locks(postgres_url: str) -> None:
+    """An up-to-date schema is not touched at start: a replica opening the store while others
+    write must not run DDL (CREATE INDEX IF NOT EXISTS locks the table and deadlocked with
+    live writes)."""
+    first = PostgresStore(postgres_url)
+    await first.open()
+    await first.close()
+    conn = await asyncpg.connect(postgres_url)  # search_path comes with the url
+    try:
+        async with conn.transaction():  # a writer holding the table, as a busy replica does
+            await conn.execute("LOCK TABLE requests IN ROW EXCLUSIVE MODE")
+            second = PostgresStore(postgres_url)
+            await asyncio.wait_for(second.open(), 10)  # DDL would wait for the lock here
+            await second.close()
+    finally:
+        await conn.close()

@@ -43,6 +43,7 @@ async def test_a_database_from_the_first_release_gets_the_new_columns(backend: B
     await backend.sql("DROP INDEX ix_outbox_failing")
     await backend.sql("ALTER TABLE outbox DROP COLUMN source")
     await backend.sql("ALTER TABLE requests DROP COLUMN step_due_at")
+    await backend.sql("DELETE FROM meta WHERE key='schema_digest'")  # written by later releases only
     if backend.kind == "postgres":
         await backend.sql("CREATE INDEX ix_requests_timed ON requests(state) WHERE deadline IS NOT NULL "
                           "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL")
