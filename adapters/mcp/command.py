@@ -1,0 +1,87 @@
+"""`hitl-bridge mcp`: the MCP server over stdio, asking a running bridge over its HTTP API.
+
+An agent's MCP config starts it (`"command": "hitl-bridge", "args": ["mcp"]`); it finds the
+bridge like every client does (`--url` / `HITL_BRIDGE_URL`, `--token` / `HITL_BRIDGE_TOKEN`).
+stdout is the MCP channel: everything else goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from adapters.mcp.settings import McpSettings
+
+HELP = "serve MCP over stdio (Claude Code, Cursor, ...): agents ask people through a running bridge"
+
+
+def add_command(sub: Any) -> None:
+    """Register `mcp` on the CLI's subparsers."""
+    p = sub.add_parser("mcp", help=HELP, description=HELP)
+    p.add_argument("--url", help="the bridge's URL (default: $HITL_BRIDGE_URL, else http://127.0.0.1:8787)")
+    p.add_argument("--token", help="one of the bridge's http.api_tokens (default: $HITL_BRIDGE_TOKEN)")
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
+                   help="a label on every request (routes match it); repeat for more")
+    p.add_argument("--hold", metavar="DURATION",
+                   help="return a still-open request's id for await_answer after this long (e.g. 50s; "
+                        "default: wait until answered)")
+    p.add_argument("--progress-every", default="15s", metavar="DURATION",
+                   help="progress notification interval while a call waits (default 15s)")
+    p.add_argument("--edit-arguments", action="append", nargs="?", const="*", default=[], metavar="GLOB",
+                   help="let the person edit a tool call's arguments before allowing it (all tools, or "
+                        "those whose name matches GLOB; repeat for more)")
+    p.set_defaults(func=cmd_mcp)
+
+
+def settings_from(args: argparse.Namespace) -> McpSettings:
+    labels: dict[str, str] = {}
+    for item in args.label:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--label {item!r}: use KEY=VALUE")
+        labels[key.strip()] = value
+    section: dict[str, Any] = {"labels": labels, "progress_every": args.progress_every,
+                               "edit_arguments": list(args.edit_arguments) or False}
+    if args.hold:
+        section["hold"] = args.hold
+    return McpSettings.model_validate(section)
+
+
+async def cmd_mcp(args: argparse.Namespace, _settings: object = None) -> int:
+    from hitl_bridge_client import AsyncClient  # the SDK loads only for this verb, not for every CLI call
+
+    from adapters.mcp.calls import Calls
+    from adapters.mcp.links import RemoteLink
+    from adapters.mcp.server import build_server
+
+    try:
+        settings = settings_from(args)
+        client = AsyncClient(args.url, token=args.token)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        print(f"hitl-bridge mcp: {where}: {err['msg'].removeprefix('Value error, ')}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"hitl-bridge mcp: {exc}", file=sys.stderr)
+        return 2
+    link = RemoteLink(client)
+    server = build_server(Calls(link, settings))
+    serving = asyncio.create_task(server.run_stdio_async())
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):  # stop like a closed stdin: waiting calls cancel their requests
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, serving.cancel)
+    try:
+        await serving
+    except asyncio.CancelledError:
+        pass
+    finally:
+        await link.aclose()
+    return 0
