@@ -149,7 +149,7 @@ class Calls:
             await anyio.sleep(every)
             waited = anyio.current_time() - start
             try:
-                await ctx.report_progress(round(waited, 1), None,
+                await ctx.report_progress(round(waited, 3), None,
                                           f"waiting for a person to answer request {request_id} ({waited:.0f}s)")
             except Exception as exc:  # the client may be gone: the poll finds out
                 log.debug("progress notification for %s not sent: %s", request_id, exc)

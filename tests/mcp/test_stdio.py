@@ -1,0 +1,316 @@
+"""`hitl-bridge mcp` as an MCP client starts it: its own process, stdio, the real `mcp` client
+library, against a real daemon; a person answers through the API and the web inbox."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from bridge.models import RequestState
+from tests.harness import running_bridge, wait_for
+from tests.mcp.conftest import (
+    AGENT_TOKEN,
+    OPS_TOKEN,
+    TasksClient,
+    answer,
+    mcp_config,
+    next_request,
+    over_stdio,
+    stored,
+    text,
+)
+from tests.web.helpers import Person
+
+
+async def test_every_tool_answered_through_the_api(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, mcp_config()) as bridge, \
+            over_stdio(bridge, "--label", "team=payments", "--label", "env=prod") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"ask_human", "request_approval", "permission_prompt", "await_answer"}
+        assert set(tools["permission_prompt"].input_schema["required"]) == {"tool_name", "input"}
+
+        asking = asyncio.create_task(client.call_tool("ask_human", {
+            "title": "Which region for the canary?", "context": {"service": "api"},
+            "labels": {"env": "dev", "mcp_call": "forged"},
+            "questions": [{"id": "region", "kind": "choice", "prompt": "Region?", "options": ["eu", "us"]},
+                          {"id": "note", "kind": "text", "prompt": "Anything to watch?", "required": False}]}))
+        request = await next_request(bridge)
+        assert (await answer(bridge, request["id"], {"values": {"region": "us", "note": "latency"},
+                                                     "responder": "ana"})).status_code == 200
+        result = await asking
+        assert not result.is_error
+        assert result.structured_content == {
+            "request_id": request["id"], "state": "answered", "answered": True, "values": {"region": "us", "note": "latency"},
+            "answered_by": "ana", "handle": "api:ops", "via": "api", "reason": None,
+            "summary": "ana answered through api."}
+        assert json.loads(text(result)) == result.structured_content
+        asked = await stored(bridge, request["id"])
+        assert asked.engine == "mcp" and asked.created_by == "api:agent" and asked.context == {"service": "api"}
+        # the operator's labels win over the agent's; the agent cannot forge where a request came from
+        assert asked.labels == {"env": "prod", "team": "payments", "mcp_client": "mcp", "mcp_tool": "ask_human",
+                                "mcp_call": "ask_human"}
+
+        approving = asyncio.create_task(client.call_tool("request_approval", {
+            "tool_name": "deploy", "arguments": {"service": "api", "version": "2.3"}, "reason": "tests passed"}))
+        request = await next_request(bridge)
+        assert (request["title"], request["tool"], request["description"]) == ("Allow deploy: api", "deploy",
+                                                                              "tests passed")
+        assert [q["kind"] for q in request["questions"]] == ["confirm"]  # one tap: no edit unless configured
+        await answer(bridge, request["id"], {"value": "yes"})
+        result = await approving
+        assert result.structured_content is not None
+        assert result.structured_content["approved"] is True and result.structured_content["edited"] is False
+        assert result.structured_content["arguments"] == {"service": "api", "version": "2.3"}
+
+        approving = asyncio.create_task(client.call_tool("request_approval", {"tool_name": "drop_table",
+                                                                              "arguments": {"name": "users"}}))
+        request = await next_request(bridge)
+        await answer(bridge, request["id"], {"value": "no", "reason": "not on a Friday", "responder": "bo"})
+        result = await approving
+        assert result.structured_content is not None
+        assert result.structured_content["approved"] is False
+        assert result.structured_content["reason"] == "not on a Friday"
+        assert "arguments" not in result.structured_content
+        assert result.structured_content["summary"] == "Rejected by bo (through api): not on a Friday"
+
+        prompting = asyncio.create_task(client.call_tool("permission_prompt", {
+            "tool_name": "Bash", "input": {"command": "npm test", "description": "Run the tests"},
+            "tool_use_id": "toolu_01"}))
+        request = await next_request(bridge)
+        assert request["title"] == "Allow Bash: npm test" and request["external_id"] == "mcp:toolu_01"
+        await answer(bridge, request["id"], {"value": "yes"})
+        assert json.loads(text(await prompting)) == {
+            "behavior": "allow", "updatedInput": {"command": "npm test", "description": "Run the tests"}}
+
+        prompting = asyncio.create_task(client.call_tool("permission_prompt", {
+            "tool_name": "Bash", "input": {"command": "rm -rf build"}}))
+        request = await next_request(bridge)
+        await answer(bridge, request["id"], {"value": "no", "reason": "use make clean", "responder": "bo"})
+        assert json.loads(text(await prompting)) == {
+            "behavior": "deny", "message": "Rejected by bo (through api): use make clean"}
+
+        # a retried permission prompt (same tool use) finds its answer instead of asking again
+        again = await client.call_tool("permission_prompt", {"tool_name": "Bash", "tool_use_id": "toolu_01",
+                                                             "input": {"command": "npm test"}})
+        assert json.loads(text(again))["behavior"] == "allow"
+        assert len(await bridge.store.list_requests()) == 5
+
+
+async def test_the_environment_names_the_bridge_and_a_wrong_token_is_explained(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, mcp_config()) as bridge:
+        env = {"HITL_BRIDGE_URL": bridge.base_url, "HITL_BRIDGE_TOKEN": "not-a-token-of-this-bridge"}
+        async with over_stdio(bridge, env=env) as client:
+            result = await client.call_tool("ask_human", {"title": "Anyone?"})
+            assert result.is_error and "401" in text(result) and "HITL_BRIDGE_TOKEN" in text(result)
+            denied = await client.call_tool("permission_prompt", {"tool_name": "Bash", "input": {"command": "ls"}})
+            verdict = json.loads(text(denied))
+            assert verdict["behavior"] == "deny" and "401" in verdict["message"]
+        assert await bridge.store.list_requests() == []
+        env["HITL_BRIDGE_TOKEN"] = AGENT_TOKEN
+        async with over_stdio(bridge, env=env) as client:
+            asking = asyncio.create_task(client.call_tool("ask_human", {"title": "Staging DB name?"}))
+            request = await next_request(bridge)
+            assert request["questions"][0]["kind"] == "text" and request["created_by"] == "api:agent"
+            await answer(bridge, request["id"], {"value": "stg-eu-2"})
+            assert (await asking).structured_content["values"] == {"answer": "stg-eu-2"}  # type: ignore[index]
+
+
+async def test_edit_then_allow_and_deny_with_a_reason_in_the_web_inbox(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, mcp_config()) as bridge, \
+            over_stdio(bridge, "--edit-arguments", "Bash") as client, Person(bridge.base_url) as person:
+        assert (await person.login(OPS_TOKEN)).status_code == 303
+        prompting = asyncio.create_task(client.call_tool("permission_prompt", {
+            "tool_name": "Bash", "input": {"command": "kubectl delete pod api-0", "timeout": 60}}))
+        request = await next_request(bridge)
+        edit = next(q for q in request["questions"] if q["kind"] == "edit")
+        assert edit["default"] == {"command": "kubectl delete pod api-0", "timeout": 60}  # pre-filled
+        page = await person.open(request["id"])
+        assert "kubectl delete pod api-0" in page.text
+        edited = {"command": "kubectl delete pod api-0 --dry-run=server", "timeout": 60}
+        response = await person.submit(f"/inbox/r/{request['id']}/answer",
+                                       {"q.approve": "yes", "q.arguments": json.dumps(edited), "q.reason": ""})
+        assert response.status_code == 303, response.text
+        assert json.loads(text(await prompting)) == {"behavior": "allow", "updatedInput": edited}
+
+        prompting = asyncio.create_task(client.call_tool("permission_prompt", {
+            "tool_name": "Bash", "input": {"command": "git push --force"}}))
+        request = await next_request(bridge)
+        await person.open(request["id"])
+        response = await person.submit(f"/inbox/r/{request['id']}/answer", {
+            "q.approve": "no", "q.arguments": json.dumps({"command": "git push --force"}),
+            "q.reason": "never force-push main"})
+        assert response.status_code == 303, response.text
+        assert json.loads(text(await prompting)) == {
+            "behavior": "deny", "message": "Rejected by ops (through web): never force-push main"}
+
+        # only the tools named get the edit; others stay one tap
+        approving = asyncio.create_task(client.call_tool("request_approval", {"tool_name": "Read",
+                                                                              "arguments": {"path": "a.txt"}}))
+        request = await next_request(bridge)
+        assert [q["kind"] for q in request["questions"]] == ["confirm"]
+        await answer(bridge, request["id"], {"value": "yes"})
+        assert (await approving).structured_content["approved"] is True  # type: ignore[index]
+
+
+async def test_nobody_answering_in_time_is_said_clearly(tmp_path: Path) -> None:
+    config = mcp_config({"routes": [
+        {"name": "auto-no", "match": {"tool": "deploy"}, "timeout": "300ms", "on_timeout": {"answer": "no"}},
+        {"name": "expire", "match": {"engine": "mcp"}, "timeout": "300ms", "on_timeout": {"fail": True}}]})
+    async with running_bridge(tmp_path, config) as bridge, over_stdio(bridge) as client:
+        with anyio.fail_after(20):
+            result = await client.call_tool("request_approval", {"tool_name": "deploy", "arguments": {"v": 1}})
+        assert result.structured_content is not None and result.structured_content["approved"] is False
+        assert result.structured_content["via"] == "timeout"
+        assert "nobody answered in time" in result.structured_content["summary"]
+        with anyio.fail_after(20):
+            result = await client.call_tool("ask_human", {"title": "Still there?"})
+        assert result.is_error and result.structured_content is not None
+        assert result.structured_content["answered"] is False and result.structured_content["state"] == "expired"
+        assert result.structured_content["summary"].startswith("Nobody answered in time")
+        with anyio.fail_after(20):
+            denied = await client.call_tool("permission_prompt", {"tool_name": "Bash", "input": {"command": "ls"}})
+        verdict = json.loads(text(denied))
+        assert verdict["behavior"] == "deny" and "Nobody answered in time" in verdict["message"]
+        # a request's own timeout (the agent's `timeout_seconds`) applies the same way
+        with anyio.fail_after(20):
+            result = await client.call_tool("ask_human", {"title": "Quick one", "timeout_seconds": 0.2})
+        assert result.structured_content is not None and result.structured_content["state"] == "expired"
+
+
+async def test_a_cancelled_call_or_a_closed_client_cancels_the_request(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, mcp_config()) as bridge:
+        async with over_stdio(bridge) as client:
+            with anyio.CancelScope() as scope:
+                async def cancel_once_posted() -> None:
+                    await next_request(bridge)
+                    scope.cancel()
+                asyncio.create_task(cancel_once_posted())  # noqa: RUF006
+                await client.call_tool("permission_prompt", {"tool_name": "Bash", "input": {"command": "make"}})
+            first = (await bridge.store.list_requests())[0]
+            cancelled = await wait_for(lambda: _closed(bridge, first.id), 15)
+            assert cancelled.state is RequestState.cancelled and "MCP client stopped waiting" in (cancelled.error or "")
+
+            waiting = asyncio.create_task(client.call_tool("ask_human", {"title": "Are you there?"}))
+            second = await next_request(bridge)
+        # the client went away (its process was stopped with the call still waiting)
+        gone = await wait_for(lambda: _closed(bridge, second["id"]), 15)
+        assert gone.state is RequestState.cancelled
+        with pytest.raises(Exception, match="Connection closed"):
+            await waiting
+
+
+async def _closed(bridge: Any, request_id: str) -> Any:
+    request = await bridge.store.get_request(request_id)
+    return request if request is not None and not request.is_open else None
+
+
+async def test_a_daemon_restart_mid_wait_is_ridden_out(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = mcp_config({"http": {"listen": f"127.0.0.1:{port}"}})
+    url = f"http://127.0.0.1:{port}"
+    async with over_stdio(url) as client:
+        async with running_bridge(tmp_path, config) as bridge:
+            prompting = asyncio.create_task(client.call_tool("permission_prompt", {
+                "tool_name": "Write", "input": {"file_path": "/srv/app/.env", "content": "DEBUG=0"}}))
+            request = await next_request(bridge)
+        # the daemon is down; the waiting call keeps trying and its request stays open
+        assert not prompting.done()
+        async with running_bridge(tmp_path, config) as bridge:
+            assert (await stored(bridge, request["id"])).state is RequestState.posted
+            await answer(bridge, request["id"], {"value": "yes"})
+            with anyio.fail_after(30):
+                verdict = json.loads(text(await prompting))
+        assert verdict == {"behavior": "allow", "updatedInput": {"file_path": "/srv/app/.env", "content": "DEBUG=0"}}
+
+
+async def test_a_hold_returns_a_handle_and_await_answer_waits_on(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, mcp_config()) as bridge, \
+            over_stdio(bridge, "--hold", "200ms", "--progress-every", "50ms") as client:
+        result = await client.call_tool("ask_human", {"title": "Which branch?"})
+        assert not result.is_error and result.structured_content is not None
+        handle = result.structured_content
+        assert handle["pending"] is True and handle["state"] == "posted" and "await_answer" in handle["summary"]
+        result = await client.call_tool("await_answer", {"request_id": handle["request_id"], "wait_seconds": 0.05})
+        assert result.structured_content is not None and result.structured_content["pending"] is True
+
+        progress: list[str | None] = []
+
+        async def seen(done: float, total: float | None, message: str | None) -> None:
+            progress.append(message)
+
+        waiting = asyncio.create_task(client.call_tool(
+            "await_answer", {"request_id": handle["request_id"], "wait_seconds": 60}, progress_callback=seen))
+        await wait_for(lambda: len(progress) >= 2, 15)  # notifications while it holds
+        assert handle["request_id"] in str(progress[0])
+        await answer(bridge, handle["request_id"], {"value": "main"})
+        result = await waiting
+        # the configured hold (200ms) is shorter than the 60 s asked for: answered within it, or pending again
+        final = result.structured_content or {}
+        if final.get("pending"):
+            final = (await client.call_tool("await_answer", {"request_id": handle["request_id"]})).structured_content or {}
+        assert final["values"] == {"answer": "main"} and final["answered_by"] == "ops"
+
+        missing = await client.call_tool("await_answer", {"request_id": "r_nosuchrequest"})
+        assert missing.is_error and "404" in text(missing)
+        bad = await client.call_tool("await_answer", {"request_id": "../v1/sources"})
+        assert bad.is_error
+
+
+async def test_progress_keeps_a_long_call_alive(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, mcp_config()) as bridge, \
+            over_stdio(bridge, "--progress-every", "50ms") as client:
+        progress: list[float] = []
+
+        async def seen(done: float, total: float | None, message: str | None) -> None:
+            progress.append(done)
+
+        asking = asyncio.create_task(client.call_tool("ask_human", {"title": "Go?"}, progress_callback=seen))
+        request = await next_request(bridge)
+        await wait_for(lambda: len(progress) >= 3, 15)
+        assert progress == sorted(progress) and len(set(progress)) == len(progress)  # increasing
+        await answer(bridge, request["id"], {"value": "go"})
+        assert (await asking).structured_content["values"] == {"answer": "go"}  # type: ignore[index]
+
+
+async def test_a_secret_is_refused_with_the_way_to_ask_for_one(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, mcp_config()) as bridge, over_stdio(bridge) as client:
+        result = await client.call_tool("ask_human", {"title": "Database password", "questions": [
+            {"id": "pw", "kind": "secret", "prompt": "Password for db-prod?"}]})
+        assert result.is_error and "callback" in text(result) and "POST /v1/requests" in text(result)
+        assert await bridge.store.list_requests() == []
+
+
+async def test_tasks_extension_over_stdio(tmp_path: Path) -> None:
+    tasks = TasksClient()
+    async with running_bridge(tmp_path, mcp_config()) as bridge, over_stdio(bridge, extensions=[tasks]) as client:
+        asking = asyncio.create_task(client.call_tool("request_approval", {"tool_name": "deploy",
+                                                                           "arguments": {"to": "prod"}}))
+        request = await next_request(bridge)
+        await wait_for(lambda: tasks.polls >= 1, 15)
+        assert [(t.task_id, t.status) for t in tasks.created] == [(request["id"], "working")]
+        await answer(bridge, request["id"], {"value": "yes"})
+        with anyio.fail_after(20):
+            result = await asking
+        assert result.structured_content is not None and result.structured_content["approved"] is True
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--label", "novalue"], "use KEY=VALUE"), (["--label", "mcp_call=x"], "set by the bridge"),
+    (["--hold", "soon"], "cannot read 'soon' as a duration"), (["--progress-every", "0s"], "must be positive"),
+    (["--url", "ftp://bridge"], "must start with http:// or https://")])
+def test_bad_flags_are_refused_with_the_reason(flags: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from bridge.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["mcp", *flags])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert said in captured.err and captured.out == ""  # stdout is the MCP channel: nothing else goes there
