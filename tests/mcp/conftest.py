@@ -17,7 +17,7 @@ import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult, Request, RequestParams, Result
+from mcp_types import CallToolResult, Implementation, Request, RequestParams, Result
 from pydantic import ConfigDict
 
 from bridge.daemon import Daemon
@@ -56,8 +56,11 @@ def stdio_server(bridge: Daemon | str, *args: str, token: str | None = AGENT_TOK
 
 @asynccontextmanager
 async def over_stdio(bridge: Daemon | str, *args: str, mode: str = "auto",
-                     extensions: list[ClientExtension] | None = None, **kw: Any) -> AsyncIterator[Client]:
-    async with Client(stdio_server(bridge, *args, **kw), mode=mode, extensions=extensions) as client:
+                     extensions: list[ClientExtension] | None = None, name: str | None = None,
+                     **kw: Any) -> AsyncIterator[Client]:
+    info = Implementation(name=name, version="1.0") if name else None
+    async with Client(stdio_server(bridge, *args, **kw), mode=mode, extensions=extensions,
+                      client_info=info) as client:
         yield client
 
 

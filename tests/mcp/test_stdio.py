@@ -46,7 +46,8 @@ async def test_every_tool_answered_through_the_api(tmp_path: Path) -> None:
         result = await asking
         assert not result.is_error
         assert result.structured_content == {
-            "request_id": request["id"], "state": "answered", "answered": True, "values": {"region": "us", "note": "latency"},
+            "request_id": request["id"], "state": "answered", "answered": True,
+            "values": {"region": "us", "note": "latency"},
             "answered_by": "ana", "handle": "api:ops", "via": "api", "reason": None,
             "summary": "ana answered through api."}
         assert json.loads(text(result)) == result.structured_content
@@ -255,7 +256,8 @@ async def test_a_hold_returns_a_handle_and_await_answer_waits_on(tmp_path: Path)
         # the configured hold (200ms) is shorter than the 60 s asked for: answered within it, or pending again
         final = result.structured_content or {}
         if final.get("pending"):
-            final = (await client.call_tool("await_answer", {"request_id": handle["request_id"]})).structured_content or {}
+            again = await client.call_tool("await_answer", {"request_id": handle["request_id"]})
+            final = again.structured_content or {}
         assert final["values"] == {"answer": "main"} and final["answered_by"] == "ops"
 
         missing = await client.call_tool("await_answer", {"request_id": "r_nosuchrequest"})
