@@ -253,3 +253,18 @@ async def test_hostile_tool_calls_get_clear_errors_and_ask_nobody(tmp_path: Path
                 {"id": "ok", "kind": "confirm", "prompt": "Deploy?"}]})
         other = await client.call_tool("await_answer", {"request_id": made.json()["id"]})
         assert other.is_error and "asked through MCP" in text(other)
+
+
+async def test_a_timeout_answer_decides_an_approval_that_offers_an_edit(tmp_path: Path) -> None:
+    """`on_timeout: {answer: no}` answers the Approve/Reject and leaves the optional edit of
+    the arguments alone (it used to fail the request: "no" is not JSON arguments)."""
+    config = mcp_config({"routes": [{"match": {"engine": "mcp"}, "timeout": "200ms",
+                                     "on_timeout": {"answer": "no"}}]}, edit_arguments=True)
+    async with running_bridge(tmp_path, config) as bridge, over_http(bridge) as client:
+        with anyio.fail_after(20):
+            result = await client.call_tool("request_approval", {"tool_name": "deploy", "arguments": {"to": "prod"}})
+        assert result.structured_content is not None
+        assert result.structured_content["approved"] is False and result.structured_content["via"] == "timeout"
+        request = (await bridge.store.list_requests())[0]
+        assert request.state in (RequestState.expired, RequestState.delivered) and request.answer is not None
+        assert request.answer.values["approve"] == "no" and "arguments" not in request.answer.values
