@@ -9,6 +9,7 @@ open in the store for the next start (`BridgeLink.draining`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -54,6 +55,9 @@ class Calls:
     def __init__(self, link: BridgeLink, settings: McpSettings) -> None:
         self.link = link
         self.settings = settings
+        self.waiting = 0  # calls holding for an answer (or cancelling their request) right now
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     def caller(self, ctx: Context) -> Caller:
         params = ctx.session.client_params
@@ -103,6 +107,8 @@ class Calls:
 
     async def wait(self, ctx: Context, client: AsyncClient, request_id: str, hold_s: float | None,
                    call: str) -> CallToolResult:
+        self.waiting += 1
+        self._idle.clear()
         try:
             view = await self._hold(ctx, client, request_id, hold_s)
         except anyio.get_cancelled_exc_class():
@@ -111,7 +117,15 @@ class Calls:
         except BridgeError as exc:
             return failure(f"{self.explain(exc)}. Request {request_id} stays open: call await_answer with "
                            "its id to keep waiting.", call)
+        finally:
+            self.waiting -= 1
+            if not self.waiting:
+                self._idle.set()
         return result_for(view)
+
+    async def idle(self) -> None:
+        """Return once no call holds (each cancelled call has cancelled its request)."""
+        await self._idle.wait()
 
     async def withdraw(self, client: AsyncClient, request_id: str, reason: str) -> None:
         """Cancel the request nobody waits for any more (not while the daemon stops)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from typing import Any
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 
 from adapters.mcp.settings import McpSettings
 
+STOP_WITHIN_S = 6.0  # after SIGTERM: time for waiting calls to cancel their requests (5 s each at most)
 HELP = "serve MCP over stdio (Claude Code, Cursor, ...): agents ask people through a running bridge"
 
 
@@ -72,16 +74,29 @@ async def cmd_mcp(args: argparse.Namespace, _settings: object = None) -> int:
         print(f"hitl-bridge mcp: {exc}", file=sys.stderr)
         return 2
     link = RemoteLink(client)
-    server = build_server(Calls(link, settings))
+    calls = Calls(link, settings)
+    server = build_server(calls)
     serving = asyncio.create_task(server.run_stdio_async())
+    signalled = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):  # stop like a closed stdin: waiting calls cancel their requests
+    for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, serving.cancel)
-    try:
-        await serving
-    except asyncio.CancelledError:
-        pass
-    finally:
-        await link.aclose()
+            loop.add_signal_handler(sig, signalled.set)
+    stopper = asyncio.create_task(signalled.wait())
+    await asyncio.wait({serving, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    if signalled.is_set():
+        # stop like a closed stdin: waiting calls cancel their requests; then exit even though
+        # the SDK's stdin reader (a thread blocked in read()) cannot be stopped
+        serving.cancel()
+        await asyncio.sleep(0)  # let the cancellation reach the waiting calls
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(calls.idle(), STOP_WITHIN_S)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(link.aclose(), 1)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+    stopper.cancel()
+    await link.aclose()
+    serving.result()  # a crash of the server is not hidden
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from bridge.models import RequestState
 from tests.harness import running_bridge, wait_for
 from tests.mcp.conftest import (
     AGENT_TOKEN,
+    HITL_BRIDGE,
     OPS_TOKEN,
     TasksClient,
     answer,
@@ -316,3 +318,33 @@ def test_bad_flags_are_refused_with_the_reason(flags: list[str], said: str, caps
     assert exit_info.value.code == 2
     captured = capsys.readouterr()
     assert said in captured.err and captured.out == ""  # stdout is the MCP channel: nothing else goes there
+
+
+async def test_sigterm_stops_at_once_and_cancels_what_it_waited_for(tmp_path: Path) -> None:
+    """An MCP client stops its server with SIGTERM when closing stdin is not enough; the
+    server must not hang on its stdin reader, and must not leave its request for people."""
+    async with running_bridge(tmp_path, mcp_config()) as bridge:
+        process = await asyncio.create_subprocess_exec(
+            HITL_BRIDGE, "mcp", "--url", bridge.base_url, "--token", AGENT_TOKEN,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                                "protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "raw", "version": "1"}}},
+                            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                            {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                             "params": {"name": "ask_human", "arguments": {"title": "Still needed?"}}}):
+                process.stdin.write(json.dumps(message).encode() + b"\n")
+            await process.stdin.drain()
+            assert json.loads(await process.stdout.readline())["id"] == 1
+            request = await next_request(bridge)
+            process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(15):
+                assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        cancelled = await stored(bridge, request["id"])
+        assert cancelled.state is RequestState.cancelled
