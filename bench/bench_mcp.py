@@ -28,12 +28,10 @@ from typing import Any
 
 import httpx
 import httpx2
+from bench_core import free_port, pct, wait_up  # bench/ is on the path: run as a script
 from hitl_bridge_client import AsyncClient, request_body
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import free_port, pct, wait_up  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 PARKED_S = 0.02  # after the request is posted: let the waiting side's long poll reach the daemon

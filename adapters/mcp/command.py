@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -18,6 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from adapters.mcp.settings import McpSettings
+
+log = logging.getLogger("hitl_bridge.mcp")
 
 STOP_WITHIN_S = 6.0  # after SIGTERM: time for waiting calls to cancel their requests (5 s each at most)
 HELP = "serve MCP over stdio (Claude Code, Cursor, ...): agents ask people through a running bridge"
@@ -73,6 +76,8 @@ async def cmd_mcp(args: argparse.Namespace, _settings: object = None) -> int:
     except ValueError as exc:
         print(f"hitl-bridge mcp: {exc}", file=sys.stderr)
         return 2
+    logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every message at INFO
+    asyncio.create_task(probe(args.url, args.token))  # noqa: RUF006 - a note on stderr, nothing waits on it
     link = RemoteLink(client)
     calls = Calls(link, settings)
     server = build_server(calls)
@@ -100,3 +105,20 @@ async def cmd_mcp(args: argparse.Namespace, _settings: object = None) -> int:
     await link.aclose()
     serving.result()  # a crash of the server is not hidden
     return 0
+
+
+async def probe(url: str | None, token: str | None) -> None:
+    """Say on stderr (the MCP client's log) when the bridge does not answer or refuses the
+    token; calls still wait for it (it may be starting), but nobody has to guess why."""
+    from hitl_bridge_client import AsyncClient, BridgeError, Unauthorized
+
+    async with AsyncClient(url, token=token, unavailable_after=0) as client:
+        try:
+            await client.sources()
+        except Unauthorized as exc:
+            log.warning("hitl-bridge mcp: %s: set --token or HITL_BRIDGE_TOKEN to one of its http.api_tokens", exc)
+        except BridgeError as exc:
+            log.warning("hitl-bridge mcp: no bridge answers at %s yet (%s); calls wait for it up to 5 minutes",
+                        client.base_url, exc)
+        else:
+            log.info("hitl-bridge mcp: asking people through %s", client.base_url)

@@ -12,6 +12,8 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
+from mcp.client.stdio import stdio_client
 
 from bridge.models import RequestState
 from tests.harness import running_bridge, wait_for
@@ -21,9 +23,11 @@ from tests.mcp.conftest import (
     OPS_TOKEN,
     TasksClient,
     answer,
+    free_port,
     mcp_config,
     next_request,
     over_stdio,
+    stdio_server,
     stored,
     text,
 )
@@ -348,3 +352,18 @@ async def test_sigterm_stops_at_once_and_cancels_what_it_waited_for(tmp_path: Pa
                 await process.wait()
         cancelled = await stored(bridge, request["id"])
         assert cancelled.state is RequestState.cancelled
+
+
+async def test_a_missing_bridge_or_a_wrong_token_is_said_on_stderr(tmp_path: Path) -> None:
+    """What an MCP client shows of a server's stderr is all a person has when nothing works."""
+    async with running_bridge(tmp_path, mcp_config()) as bridge:
+        for url, token, said in [(bridge.base_url, "not-this-bridges-token-00", "401"),
+                                 (f"http://127.0.0.1:{free_port()}", AGENT_TOKEN, "no bridge answers at")]:
+            log = tmp_path / "stderr.log"
+            with log.open("w") as errors:
+                params = stdio_server(url, token=token)
+                async with Client(stdio_client(params, errlog=errors)) as client:
+                    await client.list_tools()  # the server runs even so
+                    await wait_for(lambda log=log, said=said: said in log.read_text(), 15)
+            hint = "HITL_BRIDGE_TOKEN" if said == "401" else "calls wait for it up to 5 minutes"
+            assert hint in log.read_text()

@@ -5,23 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import running_bridge
 from tests.mcp.conftest import mcp_config, next_request, over_stdio, text
+from tests.telegram import conftest as telegram_fixtures
 from tests.telegram.helpers import last_text_to, posted_message, telegram_config
 
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeTelegram]:
-    server = FakeTelegram(per_chat_interval=0.0)
-    await server.start()
-    yield server
-    await server.stop()
+fake = telegram_fixtures.fake  # the fake Bot API on 127.0.0.1, as in tests/telegram
 
 
 async def test_claude_codes_permission_prompts_from_telegram(tmp_path: Path, fake: FakeTelegram) -> None:
