@@ -60,12 +60,15 @@ class McpSource:
     async def run(self, sink: RequestSink) -> None:
         """Hold the session manager's task group open until the daemon stops."""
         self.link.draining = False
-        self.manager = StreamableHTTPSessionManager(
-            app=self.server._lowlevel_server,  # the SDK's documented way to mount an MCPServer elsewhere
+        # a new session manager each run (one can run only once); the SDK's way to mount an
+        # MCPServer in another app is its `session_manager` after `streamable_http_app()`
+        self.server.streamable_http_app(
+            streamable_http_path=PATH,
             json_response=False,  # SSE: progress notifications reach the client while a call waits
             # the daemon's guard checks Host; this endpoint checks Origin and the token
-            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
             max_request_body_size=self.max_body, session_idle_timeout=SESSION_IDLE_S, max_sessions=MAX_SESSIONS)
+        self.manager = self.server.session_manager
         async with self.manager.run():
             self._running.set()
             try:
