@@ -142,6 +142,7 @@ class Calls:
     async def _hold(self, ctx: Context, client: AsyncClient, request_id: str, hold_s: float | None) -> dict[str, Any]:
         start = anyio.current_time()
         deadline = None if hold_s is None else start + hold_s
+        failed: BridgeError | None = None
         async with anyio.create_task_group() as heartbeat:
             heartbeat.start_soon(self._progress, ctx, request_id, start)
             try:
@@ -151,8 +152,12 @@ class Calls:
                     if view.get("state") not in OPEN_STATES or (
                             deadline is not None and anyio.current_time() >= deadline):
                         break
+            except BridgeError as exc:
+                failed = exc  # raised outside the task group, which would wrap it in an ExceptionGroup
             finally:
                 heartbeat.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
         return view
 
     async def _progress(self, ctx: Context, request_id: str, start: float) -> None:

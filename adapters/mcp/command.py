@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from adapters.mcp.settings import McpSettings
+from bridge.durations import parse_duration
 
 log = logging.getLogger("hitl_bridge.mcp")
 
@@ -38,6 +39,9 @@ def add_command(sub: Any) -> None:
                         "default: wait until answered)")
     p.add_argument("--progress-every", default="15s", metavar="DURATION",
                    help="progress notification interval while a call waits (default 15s)")
+    p.add_argument("--give-up-after", default="5m", metavar="DURATION",
+                   help="how long a call keeps trying while the bridge does not answer (a restart; "
+                        "default 5m); then it says so, and the request stays open")
     p.add_argument("--edit-arguments", action="append", nargs="?", const="*", default=[], metavar="GLOB",
                    help="let the person edit a tool call's arguments before allowing it (all tools, or "
                         "those whose name matches GLOB; repeat for more)")
@@ -67,7 +71,8 @@ async def cmd_mcp(args: argparse.Namespace, _settings: object = None) -> int:
 
     try:
         settings = settings_from(args)
-        client = AsyncClient(args.url, token=args.token)
+        give_up_after = parse_duration(args.give_up_after).total_seconds()
+        client = AsyncClient(args.url, token=args.token, unavailable_after=give_up_after)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
@@ -118,7 +123,7 @@ async def probe(url: str | None, token: str | None) -> None:
         except Unauthorized as exc:
             log.warning("hitl-bridge mcp: %s: set --token or HITL_BRIDGE_TOKEN to one of its http.api_tokens", exc)
         except BridgeError as exc:
-            log.warning("hitl-bridge mcp: no bridge answers at %s yet (%s); calls wait for it up to 5 minutes",
+            log.warning("hitl-bridge mcp: no bridge answers at %s yet (%s); calls wait for it (--give-up-after)",
                         client.base_url, exc)
         else:
             log.info("hitl-bridge mcp: asking people through %s", client.base_url)

@@ -313,7 +313,8 @@ async def test_tasks_extension_over_stdio(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("flags", "said"), [
     (["--label", "novalue"], "use KEY=VALUE"), (["--label", "mcp_call=x"], "set by the bridge"),
     (["--hold", "soon"], "cannot read 'soon' as a duration"), (["--progress-every", "0s"], "must be positive"),
-    (["--url", "ftp://bridge"], "must start with http:// or https://")])
+    (["--url", "ftp://bridge"], "must start with http:// or https://"),
+    (["--give-up-after", "never"], "cannot read 'never' as a duration")])
 def test_bad_flags_are_refused_with_the_reason(flags: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
     from bridge.cli import main
 
@@ -365,5 +366,27 @@ async def test_a_missing_bridge_or_a_wrong_token_is_said_on_stderr(tmp_path: Pat
                 async with Client(stdio_client(params, errlog=errors)) as client:
                     await client.list_tools()  # the server runs even so
                     await wait_for(lambda log=log, said=said: said in log.read_text(), 15)
-            hint = "HITL_BRIDGE_TOKEN" if said == "401" else "calls wait for it up to 5 minutes"
+            hint = "HITL_BRIDGE_TOKEN" if said == "401" else "calls wait for it (--give-up-after)"
             assert hint in log.read_text()
+
+
+async def test_a_bridge_gone_for_good_is_said_and_the_request_kept(tmp_path: Path) -> None:
+    port = free_port()
+    config = mcp_config({"http": {"listen": f"127.0.0.1:{port}"}})
+    async with over_stdio(f"http://127.0.0.1:{port}", "--give-up-after", "1s") as client:
+        async with running_bridge(tmp_path, config) as bridge:
+            asking = asyncio.create_task(client.call_tool("ask_human", {"title": "Anyone?"}))
+            prompting = asyncio.create_task(client.call_tool("permission_prompt", {
+                "tool_name": "Bash", "input": {"command": "make deploy"}}))
+            await wait_for(lambda: _two_open(bridge), 15)
+        with anyio.fail_after(30):
+            result, denied = await asking, await prompting
+        assert result.is_error and "no answer for 1 s" in text(result) and "stays open" in text(result)
+        verdict = json.loads(text(denied))
+        assert verdict["behavior"] == "deny" and "await_answer" in verdict["message"]
+    async with running_bridge(tmp_path, config) as bridge:  # nothing was cancelled
+        assert {r.state for r in await bridge.store.list_requests()} == {RequestState.posted}
+
+
+async def _two_open(bridge: Any) -> bool:
+    return len(await bridge.store.list_requests(states=[RequestState.posted])) == 2
