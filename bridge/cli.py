@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     if not getattr(args, "func", None):
         parser.print_help()
         sys.exit(2)
+    if getattr(args, "without_config", False):  # `hitl-bridge mcp` runs in any project, whatever its config
+        configure_logging("INFO", "text")
+        sys.exit(asyncio.run(args.func(args, None)))
     try:
         settings = load_settings(getattr(args, "file", None) or args.config)
     except ConfigError as exc:

@@ -45,7 +45,7 @@ def add_command(sub: Any) -> None:
     p.add_argument("--edit-arguments", action="append", nargs="?", const="*", default=[], metavar="GLOB",
                    help="let the person edit a tool call's arguments before allowing it (all tools, or "
                         "those whose name matches GLOB; repeat for more)")
-    p.set_defaults(func=cmd_mcp)
+    p.set_defaults(func=cmd_mcp, without_config=True)  # it asks a running bridge: no config file is read
 
 
 def settings_from(args: argparse.Namespace) -> McpSettings:

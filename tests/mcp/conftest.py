@@ -45,13 +45,13 @@ def free_port() -> int:
 
 
 def stdio_server(bridge: Daemon | str, *args: str, token: str | None = AGENT_TOKEN,
-                 env: dict[str, str] | None = None) -> StdioServerParameters:
+                 env: dict[str, str] | None = None, cwd: str | None = None) -> StdioServerParameters:
     """`hitl-bridge mcp` as an MCP client would start it (its own process, stdio)."""
     url = bridge if isinstance(bridge, str) else bridge.base_url
     flags = ["--url", url] if env is None else []
     if token is not None and env is None:
         flags += ["--token", token]
-    return StdioServerParameters(command=HITL_BRIDGE, args=["mcp", *flags, *args], env=env)
+    return StdioServerParameters(command=HITL_BRIDGE, args=["mcp", *flags, *args], env=env, cwd=cwd)
 
 
 @asynccontextmanager

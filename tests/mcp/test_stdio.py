@@ -390,3 +390,14 @@ async def test_a_bridge_gone_for_good_is_said_and_the_request_kept(tmp_path: Pat
 
 async def _two_open(bridge: Any) -> bool:
     return len(await bridge.store.list_requests(states=[RequestState.posted])) == 2
+
+
+async def test_a_project_with_a_broken_bridge_config_still_gets_the_server(tmp_path: Path) -> None:
+    """MCP clients start `hitl-bridge mcp` in the project's folder; a hitl-bridge.yaml there
+    (a daemon's config, maybe with unset ${VARIABLES}) is none of its business."""
+    (tmp_path / "hitl-bridge.yaml").write_text("slack: {bot_token: '${NOT_SET_ANYWHERE}'}\nnonsense: [\n")
+    async with running_bridge(tmp_path, mcp_config()) as bridge, over_stdio(bridge, cwd=str(tmp_path)) as client:
+        asking = asyncio.create_task(client.call_tool("ask_human", {"title": "Ready?"}))
+        request = await next_request(bridge)
+        await answer(bridge, request["id"], {"value": "ready"})
+        assert (await asking).structured_content["values"] == {"answer": "ready"}  # type: ignore[index]
