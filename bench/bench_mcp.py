@@ -31,6 +31,7 @@ import httpx2
 from bench_core import free_port, pct, wait_up  # bench/ is on the path: run as a script
 from hitl_bridge_client import AsyncClient, request_body
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 TOKEN = "bench-token-0123456789abcdef"
@@ -97,9 +98,10 @@ async def main() -> None:
                 results["client long poll"] = await measure(base, args.count, plain)
             exe = str(Path(sys.executable).parent / "hitl-bridge")
             stdio = StdioServerParameters(command=exe, args=["mcp", "--url", base, "--token", TOKEN], cwd=tmp)
-            async with Client(stdio) as mcp_client:
-                results["stdio (hitl-bridge mcp)"] = await measure(
-                    base, args.count, lambda: mcp_client.call_tool("request_approval", ARGS))
+            with (Path(tmp) / "mcp-stderr.log").open("w") as errors:  # its start-up note: not in the figures
+                async with Client(stdio_client(stdio, errlog=errors)) as mcp_client:
+                    results["stdio (hitl-bridge mcp)"] = await measure(
+                        base, args.count, lambda: mcp_client.call_tool("request_approval", ARGS))
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"},
                                           timeout=httpx2.Timeout(30, read=300)) as http2, \
                     Client(streamable_http_client(f"{base}/mcp", http_client=http2)) as mcp_client:
