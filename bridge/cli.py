@@ -25,6 +25,7 @@ from bridge.errors import BridgeError, ConfigError
 from bridge.http.views import event_view, outbox_view, post_view, request_view
 from bridge.logs import configure_logging
 from bridge.models import QuestionKind, RequestState, Responder
+from bridge.registry import add_commands
 from bridge.router import Router
 from bridge.service import BridgeService
 from bridge.store import Store, StoreError, open_store_from_url
@@ -39,6 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     if not getattr(args, "func", None):
         parser.print_help()
         sys.exit(2)
+    if getattr(args, "without_config", False):  # `hitl-bridge mcp` runs in any project, whatever its config
+        configure_logging("INFO", "text")
+        sys.exit(asyncio.run(args.func(args, None)))
     try:
         settings = load_settings(getattr(args, "file", None) or args.config)
     except ConfigError as exc:
@@ -109,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_demo_command(sub)
+    add_commands(sub)  # adapters' verbs: `hitl-bridge mcp`
     for verb in sub.choices.values():  # --config works after the verb too: `hitl-bridge serve -c FILE`
         if "--config" not in verb._option_string_actions:
             verb.add_argument("--config", "-c", default=argparse.SUPPRESS, help=argparse.SUPPRESS)

@@ -399,9 +399,9 @@ def apply_env_overrides(data: dict[str, Any], env: dict[str, str]) -> dict[str, 
 
 
 def embedded_defaults(env: dict[str, str]) -> dict[str, Any]:
-    """No config file: web inbox + HTTP intake on loopback, cwd watched, chat apps by env."""
+    """No config file: web inbox + HTTP intake + /mcp on loopback, cwd watched, chat apps by env."""
     data: dict[str, Any] = {
-        "sources": [{"type": "delta", "roots": ["."]}, {"type": "webhook"}],
+        "sources": [{"type": "delta", "roots": ["."]}, {"type": "webhook"}, {"type": "mcp"}],
         "web": {},
     }
     if env.get("SLACK_BOT_TOKEN"):

@@ -26,6 +26,7 @@ SOURCES: dict[str, str] = {
     "teal": "adapters.teal:build_source",
     "mastra": "adapters.mastra:build_source",
     "agentworld": "adapters.agentworld:build_source",
+    "mcp": "adapters.mcp.source:build_source",
 }
 
 CHANNELS: dict[str, str] = {
@@ -33,6 +34,11 @@ CHANNELS: dict[str, str] = {
     "slack": "adapters.slack:build_channel",
     "telegram": "adapters.telegram:build_channel",
     "email": "adapters.email:build_channel",
+}
+
+#: CLI verbs adapters add: name -> "module:function(subparsers)"
+COMMANDS: dict[str, str] = {
+    "mcp": "adapters.mcp.command:add_command",
 }
 
 M = TypeVar("M", bound=BaseModel)
@@ -79,6 +85,17 @@ def _factory(table: dict[str, str], name: str, origin: str, key: str) -> Callabl
     if factory is None:
         raise ConfigError(origin, key, f"{name!r} is not available in this build")
     return factory
+
+
+def add_commands(subparsers: Any) -> None:
+    """Let each adapter with a CLI verb (`hitl-bridge mcp`) register it."""
+    for target in COMMANDS.values():
+        module_name, _, attr = target.partition(":")
+        try:
+            add = getattr(importlib.import_module(module_name), attr)
+        except ModuleNotFoundError:  # a build without that adapter: no verb
+            continue
+        add(subparsers)
 
 
 def build_sources(

@@ -18,6 +18,7 @@ from bridge.models import (
     Event,
     InvalidAnswer,
     Post,
+    Question,
     QuestionKind,
     Request,
     RequestIn,
@@ -403,7 +404,9 @@ class BridgeService:
             raise NotFound(request_id)
         if not request.is_open:
             raise self._closed(request)
-        values = {q.id: value for q in request.questions}
+        # the value answers every question it fits; an optional question it does not fit (the
+        # edit of a tool call's arguments next to its Approve/Reject) stays unanswered
+        values = {q.id: value for q in request.questions if q.required or _fits(q, value)}
         clean = self.validate(request, values)
         return await self._record(request, Responder(platform="timeout", user_id="timeout", name="timeout"),
                                   clean, via="timeout", reason="deadline passed",
@@ -484,3 +487,11 @@ class BridgeService:
                     return request
         finally:
             self.changes.discard(request_id, fut)
+
+
+def _fits(question: Question, value: Any) -> bool:
+    try:
+        question.validate_answer(value)
+    except InvalidAnswer:
+        return False
+    return True

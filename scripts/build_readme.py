@@ -12,7 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = ROOT / "docs" / "readme"
-CAPABILITIES = ["web", "slack", "telegram", "email", "timing", "people", "delta", "langgraph", "engines", "store"]
+CAPABILITIES = ["web", "slack", "telegram", "email", "timing", "people", "delta", "langgraph", "engines", "mcp",
+                "store"]
 SPLIT = "## CLI"  # where the core's second half starts
 
 

@@ -21,7 +21,7 @@ def test_embedded_defaults_without_a_file(tmp_path: Path) -> None:
     assert settings.origin == EMBEDDED
     assert settings.http.listen == "127.0.0.1:8787"
     assert settings.store.url == "sqlite:///./.hitl-bridge/bridge.db"
-    assert [s["type"] for s in settings.sources] == ["delta", "webhook"]
+    assert [s["type"] for s in settings.sources] == ["delta", "webhook", "mcp"]
     assert settings.slack is None and settings.telegram is None
     with_tokens = load_settings(None, env={"SLACK_BOT_TOKEN": "xoxb-1", "TELEGRAM_BOT_TOKEN": "1:x"})
     assert with_tokens.slack and with_tokens.slack["bot_token"] == "xoxb-1"

@@ -1,0 +1,82 @@
+"""How the MCP server reaches the bridge: always through its public HTTP API, with the
+`hitl-bridge-client` package, so `hitl-bridge mcp` (stdio, a remote daemon) and `/mcp`
+(mounted in the daemon) run the same code.
+
+- `RemoteLink`: one client for the daemon at `--url` / `HITL_BRIDGE_URL` with `--token` /
+  `HITL_BRIDGE_TOKEN`; its long polls ride out a daemon restart.
+- `MountedLink`: a client per call that sends the `/mcp` caller's own bearer token to the
+  daemon's own app in-process (`httpx.ASGITransport`: no socket, same checks), so a request
+  is `created_by` that token and `forbid_self_approval` applies to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import httpx
+from hitl_bridge_client import AsyncClient
+
+from bridge.http.hosts import hostname_of_header
+
+
+class BridgeLink(Protocol):
+    #: the daemon is stopping: a call cut short now leaves its request open (it is in the
+    #: store, and the next start keeps it), rather than cancelling it
+    draining: bool
+
+    def client(self, headers: Mapping[str, str] | None) -> AsyncClient:
+        """The client to ask with on behalf of the MCP request that carried `headers`."""
+        ...
+
+    def describe(self) -> str:
+        """Where the bridge is, for messages."""
+        ...
+
+
+class RemoteLink:
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+        self.draining = False
+
+    def client(self, headers: Mapping[str, str] | None) -> AsyncClient:
+        return self._client
+
+    def describe(self) -> str:
+        return self._client.base_url
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+class MountedLink:
+    """Bound to the daemon's app by the first `/mcp` request (`bind`)."""
+
+    def __init__(self) -> None:
+        self.draining = False
+        self._http: httpx.AsyncClient | None = None
+        self._app: Any = None
+
+    def bind(self, app: Any) -> None:
+        if self._app is not app:
+            self._app = app
+            self._http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), timeout=None)
+
+    def client(self, headers: Mapping[str, str] | None) -> AsyncClient:
+        if self._http is None:
+            raise RuntimeError("the /mcp endpoint has not been reached yet")
+        headers = {k.lower(): v for k, v in (headers or {}).items()}
+        # the caller's Host already passed the daemon's Host check: the inner call says the same
+        host = headers.get("host") or ""
+        base = f"http://{host}" if hostname_of_header(host) is not None else "http://localhost"
+        authorization = headers.get("authorization") or ""
+        token = authorization[7:].strip() if authorization.lower().startswith("bearer ") else ""
+        return AsyncClient(base, token=token, http=self._http)  # "" (not None): never $HITL_BRIDGE_TOKEN
+
+    def describe(self) -> str:
+        return "this bridge"
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
