@@ -37,8 +37,11 @@ VERBS: dict[str, str] = {
     "completion": "bridge.cli.completion:completion",
 }
 
-ENVIRONMENT = """Environment: HITL_BRIDGE_URL and HITL_BRIDGE_TOKEN (the daemon to talk to, as --url and
---token), HITL_BRIDGE_CONFIG (the config file), NO_COLOR."""
+ENVIRONMENT = """\b
+Environment:
+  HITL_BRIDGE_URL     the daemon to talk to (as --url)
+  HITL_BRIDGE_TOKEN   its API token (as --token)
+  HITL_BRIDGE_CONFIG  the config file (as --config)"""
 
 
 class Verbs(click.Group):
@@ -85,8 +88,6 @@ def root(ctx: click.Context, verbose: int) -> None:
     cli = ctx.ensure_object(Cli)
     cli.verbose = verbose
     configure_logging("DEBUG" if verbose > 1 else "INFO" if verbose else "WARNING")
-    if os.environ.get("NO_COLOR"):
-        ctx.color = False
 
 
 def main(argv: list[str] | None = None) -> None:

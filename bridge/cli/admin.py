@@ -10,18 +10,19 @@ import socket
 
 import click
 
-from bridge.cli.exits import REFUSED, USAGE, Failed
+from bridge.cli.exits import REFUSED, USAGE, Failed, codes
 from bridge.cli.options import Cli, config_failure, config_option, daemon_options, json_option
 
 
-@click.command(short_help="Run the daemon (web inbox, HTTP API, sources, channels).")
+@click.command(short_help="Run the daemon (web inbox, HTTP API, sources, channels).",
+               epilog=codes("stopped (Ctrl-C, SIGTERM)", "could not start (the port is taken, the store will not open)",
+                            "config error", remote=False, interrupt=False))
 @config_option
 @click.pass_obj
 def serve(cli: Cli) -> int:
     """Run the daemon: sources, channels, the web inbox and the HTTP API on http.listen
     (127.0.0.1:8787 by default), until Ctrl-C or SIGTERM; SIGHUP reloads the config. With no
-    config file it runs on embedded defaults (SQLite in ./.hitl-bridge/). Exit 1 when it
-    cannot start (the port is taken, the store cannot be opened), 2 for a config error."""
+    config file it runs on embedded defaults (SQLite in ./.hitl-bridge/)."""
     from bridge.config import EMBEDDED
     from bridge.daemon import Daemon
     from bridge.errors import ConfigError
@@ -58,14 +59,15 @@ def port_taken(host: str, port: int) -> str | None:
         return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
-@click.command(short_help="Check config, store, platforms, engines and the running daemon.")
+@click.command(short_help="Check config, store, platforms, engines and the running daemon.",
+               epilog=codes("every check passed (warnings allowed)", "a check failed", "config error", remote=False))
 @json_option
 @daemon_options
 @click.pass_obj
 def doctor(cli: Cli, as_json: bool) -> int:
     """Check what is live: the config, the store (opened and written), each route target,
     Slack and Telegram tokens, scopes and chats, each engine's reachability, and the running
-    daemon's /readyz and sources (at --url, else http.listen). Exit 1 when a check fails."""
+    daemon's /readyz and sources (at --url, else http.listen)."""
     from bridge.doctor import diagnose, exit_code, render_json, render_text
 
     settings = cli.settings()
@@ -75,15 +77,16 @@ def doctor(cli: Cli, as_json: bool) -> int:
     return exit_code(findings)
 
 
-@click.command("check-config", short_help="Validate a config file without starting anything.")
+@click.command("check-config", short_help="Validate a config file without starting anything.",
+               epilog=codes("valid", None, "not valid: the file, the key and the reason", remote=False))
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @json_option
 @config_option
 @click.pass_obj
 def check_config(cli: Cli, file: str | None, as_json: bool) -> int:
     """Validate a config file as `serve` would read it, without starting anything or using
-    the network: exit 0 with a summary, or 2 naming the file, the key and the fix. FILE
-    defaults to the one `serve` would read."""
+    the network: a summary, or the file, the key and the fix. FILE defaults to the one
+    `serve` would read."""
     from bridge.config import load_settings
     from bridge.errors import ConfigError
     from bridge.preflight import check_config as check

@@ -16,7 +16,7 @@ import click
 
 from bridge.cli import render, safe
 from bridge.cli.backend import complete_ids, open_bridge
-from bridge.cli.exits import REFUSED, USAGE, Failed
+from bridge.cli.exits import REFUSED, USAGE, Failed, codes
 from bridge.cli.options import Cli, daemon_options, json_option, offline_option, print_json
 
 OPEN = ("pending", "posted")
@@ -26,7 +26,10 @@ AS_HELP = ("The name shown with the answer. Through the API the answer counts as
            "(default: your login).")
 
 
-@click.command(short_help="Answer a request (checked against its question).")
+@click.command(short_help="Answer a request (checked against its question).",
+               epilog=codes("answered, or the vote recorded",
+                            "closed already, not allowed, no such request, or nothing sent",
+                            "the value does not fit, or a usage or config error"))
 @click.argument("request_id", metavar="ID", shell_complete=complete_ids)
 @click.argument("value", required=False)
 @click.option("-q", "--question", "question_id", metavar="QID",

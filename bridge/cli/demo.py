@@ -6,11 +6,12 @@ import asyncio
 
 import click
 
-from bridge.cli.exits import USAGE, Failed
+from bridge.cli.exits import USAGE, Failed, codes
 from bridge.cli.options import Cli, config_option
 
 
-@click.command(short_help="Requests to try answering, in the web inbox or the terminal.")
+@click.command(short_help="Requests to try answering, in the web inbox or the terminal.",
+               epilog=codes("stopped", "the port is taken", "config error", remote=False))
 @click.option("--listen", metavar="HOST:PORT",
               help="Where the demo bridge listens (default: http.listen, 127.0.0.1:8787; 127.0.0.1:0 picks a "
                    "free port).")
@@ -25,7 +26,7 @@ def demo(cli: Cli, listen: str | None, store_url: str | None, exit_when_done: bo
     """Six realistic requests (a deploy approval, a choice, a reply, a password, a form
     with an edit, an escalation) to answer in the web inbox or with `hitl-bridge inbox`;
     a local receiver prints each outcome as an engine would get it (secrets hidden).
-    Open requests are cancelled when the demo stops. Exit 1 when the port is taken."""
+    Open requests are cancelled when the demo stops."""
     from bridge.demo import run_demo
     from bridge.errors import ConfigError
 

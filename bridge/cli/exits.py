@@ -15,8 +15,24 @@ UNAUTHORIZED = 4  # the daemon wants a token, or another one
 INTERRUPTED = 130  # Ctrl-C
 BROKEN_PIPE = 141  # the reader went away (`| head`): quiet, as other Unix tools
 
-EXIT_CODES = f"""Exit codes: {OK} ok · {REFUSED} refused or not found · {USAGE} usage or config error ·
-{UNREACHABLE} daemon unreachable · {UNAUTHORIZED} token missing or refused · {INTERRUPTED} interrupted."""
+EXIT_CODES = f"""\b
+Exit codes:
+  {OK:<4} ok
+  {REFUSED:<4} refused or not found (the daemon said no; doctor found a failure)
+  {USAGE:<4} usage or config error (also an answer that does not fit its question)
+  {UNREACHABLE:<4} no daemon answers at the URL
+  {UNAUTHORIZED:<4} token missing or refused
+  {INTERRUPTED:<4} interrupted (Ctrl-C)
+  {BROKEN_PIPE:<4} the reader closed the output early (`| head`), as other Unix tools"""
+
+
+def codes(ok: str, refused: str | None, usage: str = "usage or config error", *, remote: bool = True,
+          interrupt: bool = True) -> str:
+    """A verb's epilog: what each exit code means for it."""
+    daemon = f" · {UNREACHABLE} no daemon · {UNAUTHORIZED} token refused" if remote else ""
+    ctrl_c = f" · {INTERRUPTED} Ctrl-C" if interrupt else ""
+    no = f" · {REFUSED} {refused}" if refused else ""
+    return f"Exit codes: {OK} {ok}{no} · {USAGE} {usage}{daemon}{ctrl_c}."
 
 
 class Failed(click.ClickException):

@@ -17,6 +17,7 @@ import click
 
 from bridge.cli import render, safe
 from bridge.cli.answer import AS_HELP, outcome_lines
+from bridge.cli.exits import codes
 from bridge.cli.options import Cli, daemon_options
 from bridge.cli.prompts import Quit, Skip, Terminal, ask_values
 from bridge.cli.remote import DaemonAddress, connect, failure
@@ -26,7 +27,8 @@ OPEN = ["pending", "posted"]
 FAR = datetime.max.replace(tzinfo=UTC)
 
 
-@click.command(short_help="Answer requests in this terminal as they arrive.")
+@click.command(short_help="Answer requests in this terminal as they arrive.",
+               epilog=codes("quit with q, or nothing open with --once", "refused by the daemon"))
 @click.option("--source", help="Only requests from this source.")
 @click.option("--route", help="Only requests on this route.")
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Only requests with this label (repeat).")

@@ -9,13 +9,15 @@ import click
 
 from bridge.cli import render
 from bridge.cli.backend import complete_ids, open_bridge
+from bridge.cli.exits import codes
 from bridge.cli.options import Cli, daemon_options, json_option, offline_option, print_json
 
 STATES = ["pending", "posted", "answered", "delivered", "expired", "cancelled", "failed"]
 OPEN = ["pending", "posted"]
 
 
-@click.command("list", short_help="List requests, newest first.")
+@click.command("list", short_help="List requests, newest first.",
+               epilog=codes("listed (maybe none)", "refused by the daemon"))
 @click.option("--state", "states", multiple=True, type=click.Choice(STATES),
               help="Only requests in this state (repeat for several).")
 @click.option("--open", "only_open", is_flag=True, help="Only open requests (pending or posted).")
@@ -43,7 +45,8 @@ def list_requests(cli: Cli, states: tuple[str, ...], only_open: bool, source: st
     return 0
 
 
-@click.command(short_help="Show a request: what is asked, and what happened.")
+@click.command(short_help="Show a request: what is asked, and what happened.",
+               epilog=codes("shown", "no such request"))
 @click.argument("request_id", metavar="ID", shell_complete=complete_ids)
 @click.option("--no-timeline", is_flag=True, help="Leave out the timeline (the audit trail).")
 @json_option
@@ -64,7 +67,8 @@ def show(cli: Cli, request_id: str, no_timeline: bool, as_json: bool, offline: b
     return 0
 
 
-@click.command(short_help="Cancel an open request.")
+@click.command(short_help="Cancel an open request.",
+               epilog=codes("cancelled", "no such request, or already closed"))
 @click.argument("request_id", metavar="ID", shell_complete=complete_ids)
 @click.option("--reason", default="", help="Why (recorded, and sent to the engine with the cancellation).")
 @json_option
@@ -82,7 +86,8 @@ def cancel(cli: Cli, request_id: str, reason: str, as_json: bool, offline: bool)
     return 0
 
 
-@click.command(short_help="Send a closed request's outcome to its engine again.")
+@click.command(short_help="Send a closed request's outcome to its engine again.",
+               epilog=codes("queued", "no such request, or still open"))
 @click.argument("request_id", metavar="ID", shell_complete=complete_ids)
 @json_option
 @offline_option

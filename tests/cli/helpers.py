@@ -91,3 +91,14 @@ class Served:
         if self.proc.poll() is None:
             self.proc.terminate()
         return self.proc.wait(30)
+
+
+def env_for(daemon: Served, token: str = OPS, **extra: str) -> dict[str, str]:
+    return clean_env(HITL_BRIDGE_URL=daemon.url, HITL_BRIDGE_TOKEN=token, **extra)
+
+
+def create(daemon: Served, **body: Any) -> str:
+    """A request through the API (confirm "Go?" unless `questions` say otherwise); its id."""
+    with daemon.client() as client:
+        return client.create({"title": "Deploy", "questions": [{"id": "ok", "kind": "confirm", "prompt": "Go?"}],
+                              **body})

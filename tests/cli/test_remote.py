@@ -6,46 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from tests.cli.helpers import HITL, LEAD, OPS, Served, clean_env, cli
+from tests.cli.helpers import HITL, LEAD, OPS, Served, clean_env, cli, create, env_for
 
 HOSTILE = "ok\x1b[2K\rapproved by security\u202e"
-
-
-@pytest.fixture(scope="module")
-def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    home = tmp_path_factory.mktemp("daemon-home")
-    served = Served(home, {
-        "store": {"url": f"sqlite:///{home}/bridge.db"},
-        "http": {"listen": "127.0.0.1:0", "api_tokens": {"ops": OPS, "lead": {"token": LEAD, "act_for_others": True}}},
-        "sources": [{"type": "webhook"}],
-        "routes": [{"match": {"labels.team": "two"}, "notify": ["web"], "quorum": 2}],
-    })
-    yield served.started()
-    assert served.stop() == 0
-
-
-@pytest.fixture
-def elsewhere(tmp_path: Path) -> Path:
-    """A folder with no config and no store: the CLI must find the daemon by URL alone."""
-    folder = tmp_path / "elsewhere"
-    folder.mkdir()
-    return folder
-
-
-def env_for(daemon: Served, token: str = OPS) -> dict[str, str]:
-    return clean_env(HITL_BRIDGE_URL=daemon.url, HITL_BRIDGE_TOKEN=token)
-
-
-def create(daemon: Served, **body: Any) -> str:
-    with daemon.client() as client:
-        return client.create({"title": "Deploy", "questions": [{"id": "ok", "kind": "confirm", "prompt": "Go?"}],
-                              **body})
 
 
 def test_list_and_show_render_what_is_being_approved(daemon: Served, elsewhere: Path) -> None:
