@@ -7,6 +7,8 @@ deliveries, timeline). Every value from an engine goes through `safe` first.
 from __future__ import annotations
 
 import json
+import shutil
+import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,6 +54,13 @@ def when(text: Any, now: datetime | None = None, *, relative: bool = True) -> st
         return shown
     delta = (at - (now or datetime.now(UTC))).total_seconds()
     return f"{shown} ({'in ' + span(delta) if delta >= 0 else span(delta) + ' ago'})"
+
+
+def wrapped(text: str, width: int | None = None) -> str:
+    """`text` with each long line wrapped to the terminal (at most 100 columns)."""
+    width = width or min(100, shutil.get_terminal_size((100, 24)).columns) - 2 * len(INDENT)
+    return "\n".join(textwrap.fill(line, max(40, width), break_long_words=False, break_on_hyphens=False) or line
+                     for line in text.splitlines())
 
 
 def row(label: str, text: str) -> str:
@@ -103,7 +112,7 @@ def decision(view: View, now: datetime | None = None, *, questions: bool = True)
     if view.get("responders"):
         out.append(row("who may", ", ".join(safe.line(r) for r in view["responders"])))
     if view.get("description"):
-        out += ["", safe.indented(str(view["description"]), INDENT)]
+        out += ["", safe.indented(wrapped(str(view["description"])), INDENT)]
     if view.get("context"):
         out += ["", f"{INDENT}context", safe.indented(pretty(view["context"]), INDENT * 2)]
     out.append("")
