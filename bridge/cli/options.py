@@ -28,7 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Cli:
     config: str | None = None
     url: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # never shown
     verbose: int = 0
     _settings: Settings | None = field(default=None, repr=False)
 

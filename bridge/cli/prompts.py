@@ -9,6 +9,7 @@ without echo and is never printed, logged or kept here beyond the call that send
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 from collections.abc import Callable
@@ -33,6 +34,8 @@ class Quit(Exception):
 
 
 def _visible_input(prompt: str) -> str:
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401  # line editing and history for input(), where the platform has it
     return input(prompt)
 
 
