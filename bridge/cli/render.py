@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -190,9 +191,13 @@ def status(view: View, events: list[dict[str, Any]] | None, now: datetime | None
             out.append(row("reason", safe.line(answer["reason"])))
     if view.get("error"):
         out.append(row("error", safe.line(view["error"])))
-    for post in view.get("posts") or []:
+    posts = view.get("posts") or []
+    copies = Counter(str(p.get("target")) for p in posts)  # a target with several copies: a group's DMs
+    for post in posts:
         state = "ok" if post.get("ok", True) else f"FAILED: {safe.line(post.get('error'))}"
-        out.append(row("copy", f"{safe.line(post.get('channel'))} {safe.line(post.get('target'))}: {state}"))
+        where = f" ({safe.line(post['conversation'])})" if copies[str(post.get("target"))] > 1 and \
+            post.get("conversation") else ""
+        out.append(row("copy", f"{safe.line(post.get('channel'))} {safe.line(post.get('target'))}{where}: {state}"))
     for item in view.get("outbox") or []:
         state = "dead-lettered" if item.get("dead") else f"retrying, next at {when(item.get('due_at'), now)}"
         error = f", last error: {safe.line(item['last_error'], 300)}" if item.get("last_error") else ""

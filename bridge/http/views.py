@@ -33,7 +33,10 @@ def event_view(event: Event) -> dict[str, Any]:
 
 
 def post_view(post: Post) -> dict[str, Any]:
-    return post.model_dump(mode="json", exclude={"ref"})
+    """A copy; `conversation` tells apart the copies of one target (a Slack user group's DMs)."""
+    data = post.model_dump(mode="json", exclude={"ref"})
+    data["conversation"] = post.ref.get("channel")
+    return data
 
 
 def outbox_view(item: OutboxItem) -> dict[str, Any]:
