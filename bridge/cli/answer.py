@@ -35,7 +35,8 @@ AS_HELP = ("The name shown with the answer. Through the API the answer counts as
 @click.option("-q", "--question", "question_id", metavar="QID",
               help="The question VALUE answers (needed when the request has several).")
 @click.option("--values", "values_json", metavar="JSON",
-              help='Every answer at once, by question id: \'{"approve": "yes", "note": "ok"}\'.')
+              help='Every answer at once, by question id: \'{"approve": "yes", "note": "ok"}\' (- reads it '
+                   'from stdin, the way to send a secret).')
 @click.option("--as", "responder", metavar="NAME", help=AS_HELP)
 @click.option("--reason", help="Why: shown with the answer; a rejection's reason reaches the engine where it "
                                "can carry one (callbacks, Delta's response.txt, LangGraph, Mastra).")
@@ -77,11 +78,15 @@ def collect(view: dict[str, Any], value: str | None, question_id: str | None,
         if value is not None or question_id:
             raise Failed("give either --values or VALUE (with -q), not both", USAGE)
         try:
-            values = json.loads(values_json)
+            values = json.loads(sys.stdin.read() if values_json == "-" else values_json)
         except ValueError as exc:
             raise Failed(f"--values is not valid JSON: {exc}", USAGE) from None
         if not isinstance(values, dict):
             raise Failed('--values must be a JSON object by question id, e.g. {"approve": "yes"}', USAGE)
+        secret = sorted(str(q.get("id")) for q in questions if q.get("kind") == "secret" and q.get("id") in values)
+        if secret and values_json != "-":
+            raise Failed(f"a secret on the command line ({', '.join(secret)}) stays in `ps` and your shell "
+                         "history: pass --values - and send the JSON on stdin", USAGE)
         return values, None
     if value is None:
         return ask(view)

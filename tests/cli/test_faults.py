@@ -79,6 +79,7 @@ def test_bad_arguments_are_one_line_refusals() -> None:
         ((None, None, "[1, 2]"), "--values must be a JSON object by question id"),
         (("yes", "nope", None), "no question 'nope'; its questions: ['ok', 'pw', 'size']"),
         (("hunter2", "pw", None), "a secret on the command line stays in `ps`"),
+        ((None, None, '{"ok": "yes", "pw": "hunter2"}'), "a secret on the command line \\(pw\\) stays in `ps`"),
     ):
         with pytest.raises(Failed, match=message.replace("[", r"\[").replace("]", r"\]").replace("?", r"\?")):
             collect(view, *args)
