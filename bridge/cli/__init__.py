@@ -3,7 +3,8 @@ machine (`list`, `show`, `answer`, `inbox`...) through its HTTP API. `--offline`
 store directly instead, for admin work while the daemon is down.
 
 Verbs are registered by name in VERBS ("module:attribute" of a Click command), imported
-only when used: a new verb is one more line there.
+only when used: a new verb is one more line there. Adapters' verbs registered the argparse
+way (`bridge.registry.COMMANDS`, e.g. `hitl-bridge mcp`) are listed after them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 import click
 
-from bridge.cli.exits import BROKEN_PIPE, EXIT_CODES, INTERRUPTED, Failed
+from bridge.cli.exits import BROKEN_PIPE, EXIT_CODES, INTERRUPTED, REFUSED, USAGE, Failed
 from bridge.cli.options import Cli, daemon_options
 
 PROG = "hitl-bridge"
@@ -48,12 +49,18 @@ class Verbs(click.Group):
     """The verbs of VERBS, each imported when it is first needed."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(VERBS)
+        from bridge.cli.adapter_verbs import adapter_verbs
+
+        return list(VERBS) + [name for name in adapter_verbs() if name not in VERBS]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = VERBS.get(cmd_name)
         if target is None:
-            return None
+            from bridge.cli.adapter_verbs import ArgparseVerb, adapter_parser, adapter_verbs
+
+            found = adapter_verbs().get(cmd_name)
+            parser = adapter_parser(cmd_name, found) if found else None
+            return ArgparseVerb(cmd_name, parser) if parser is not None else None
         module, _, attribute = target.partition(":")
         command = getattr(importlib.import_module(module), attribute)
         if not isinstance(command, click.Command):
@@ -97,6 +104,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def run(argv: list[str] | None = None) -> int:
     """Run one command line; its exit code (see EXIT_CODES)."""
+    from bridge.errors import ConfigError
+    from bridge.store import StoreError
+
     try:
         result = root.main(args=argv, prog_name=PROG, complete_var=COMPLETE_VAR, standalone_mode=False)
     except click.exceptions.Abort:  # Ctrl-C (Click has ended the line)
@@ -104,6 +114,13 @@ def run(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
+    except ConfigError as exc:  # from deep inside a verb (a source's section, a reload)
+        click.echo(f"config error: {exc}", err=True)
+        return USAGE
+    except StoreError as exc:  # a store that cannot be opened or used: one line, the fix if known
+        fix = getattr(exc, "fix", "")
+        click.echo(f"store error: {exc}" + (f" (fix: {fix})" if fix else ""), err=True)
+        return REFUSED
     return result if isinstance(result, int) else 0
 
 

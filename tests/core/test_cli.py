@@ -4,12 +4,14 @@ doctor and check-config, help for every verb, completion scripts, registering a 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -230,3 +232,43 @@ def test_the_readme_lists_the_exit_codes_the_cli_uses() -> None:
     used = {exits.OK, exits.REFUSED, exits.USAGE, exits.UNREACHABLE, exits.UNAUTHORIZED, exits.INTERRUPTED,
             exits.BROKEN_PIPE}
     assert documented == used
+
+
+def add_echo(verbs: Any) -> None:
+    """An adapter's verb registered the argparse way (as `bridge.registry.COMMANDS` lists them)."""
+    parser = verbs.add_parser("echo", help="say a word", description="Say a word back (an adapter's verb).")
+    parser.add_argument("--word", required=True)
+    parser.add_argument("--url")
+    parser.set_defaults(func=echo, without_config=True)
+
+
+async def echo(args: argparse.Namespace, settings: object) -> int:
+    print(f"{args.word} at {args.url} (settings: {settings})")
+    return 5
+
+
+def test_adapter_verbs_registered_the_argparse_way_run_with_their_own_parser(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from bridge import registry
+
+    monkeypatch.setattr(registry, "COMMANDS", {"echo": "tests.core.test_cli:add_echo",
+                                               "gone": "adapters.not_in_this_build:add_command"}, raising=False)
+    assert cli.run(["echo", "--word", "hi", "--token", "t"]) == 2  # its own parser: --token is not its flag
+    assert "unrecognized arguments: --token t" in capsys.readouterr().err
+    assert cli.run(["echo", "--word", "hi"]) == 5
+    assert capsys.readouterr().out == "hi at None (settings: None)\n"  # without_config: no config read
+    assert cli.run(["--url", "http://bridge:8787", "echo", "--word", "hi"]) == 5  # the root's --url reaches it
+    assert capsys.readouterr().out == "hi at http://bridge:8787 (settings: None)\n"
+    assert cli.run(["echo", "--help"]) == 0 and "--word WORD" in capsys.readouterr().out
+    listed = CliRunner().invoke(cli.root, ["--help"]).output
+    assert "echo          Say a word back (an adapter's verb)." in listed and "gone" not in listed
+    assert cli.run(["gone"]) == 2
+
+
+def test_a_store_that_cannot_be_opened_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "pg.yaml"
+    config.write_text("store: {url: 'postgresql://nobody@127.0.0.1:1/none'}\n")
+    assert cli.run(["-c", str(config), "list", "--offline"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("store error: cannot open PostgreSQL store postgresql://nobody@127.0.0.1:1/none")
+    assert not any("Traceback" in line for line in err)
