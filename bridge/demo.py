@@ -2,25 +2,26 @@
 through the normal HTTP intake, and a local callback receiver that prints each outcome.
 
 Everything listens on loopback only. Secret answers reach the receiver (that is the point)
-but are never printed.
+but are never printed. The demo keeps its requests in a temporary store (removed when it
+stops) unless given another, and cancels those still open when it stops, so nothing is
+left waiting for a receiver that no longer exists.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
-import logging
 import secrets
 import signal
 import socket
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-import httpx
-from hitl_bridge_client import verify_callback
+from hitl_bridge_client import AsyncClient, BridgeError, verify_callback
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -83,9 +84,12 @@ def demo_requests() -> list[dict[str, Any]]:
     ]
 
 
-def demo_settings(settings: Settings, listen: str | None) -> Settings:
-    """The user's settings plus the demo routes, the webhook intake and the web inbox."""
+def demo_settings(settings: Settings, listen: str | None, store_url: str | None = None) -> Settings:
+    """The user's settings plus the demo routes, the webhook intake and the web inbox;
+    `store_url` replaces the store."""
     demo = settings.model_copy(deep=True)
+    if store_url is not None:
+        demo.store.url = store_url
     if listen:
         try:
             HttpSettings.model_validate({"listen": listen})  # the same check the config file gets
@@ -148,34 +152,36 @@ async def serve_receiver(receiver: Receiver) -> AsyncIterator[Receiver]:
         yield receiver
 
 
-async def create_requests(base_url: str, settings: Settings, receiver: Receiver) -> list[str]:
+async def create_requests(client: AsyncClient, receiver: Receiver) -> list[str]:
     """POST every demo request to the bridge's own intake; return their ids."""
     run = secrets.token_hex(3)
-    token = settings.http.first_token
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
     ids = []
-    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=10) as client:
-        for spec in demo_requests():
-            body = {k: v for k, v in spec.items() if k != "key"}
-            body["external_id"] = f"demo-{run}-{spec['key']}"
-            body["callback"] = {"url": receiver.url, "secret": receiver.secret}
-            response = await client.post("/v1/requests", json=body)
-            response.raise_for_status()
-            created = response.json()
-            receiver.titles[created["id"]] = created["title"]
-            ids.append(created["id"])
+    for spec in demo_requests():
+        body = {k: v for k, v in spec.items() if k != "key"}
+        body["external_id"] = f"demo-{run}-{spec['key']}"
+        body["callback"] = {"url": receiver.url, "secret": receiver.secret}
+        request_id = await client.create(body)
+        receiver.titles[request_id] = str(spec["title"])
+        ids.append(request_id)
     return ids
 
 
 async def run_demo(settings: Settings, *, listen: str | None = None, out: Out = print,
-                   stop: asyncio.Event | None = None, exit_when_done: bool = False) -> int:
+                   stop: asyncio.Event | None = None, exit_when_done: bool = False,
+                   store_url: str | None = None) -> int:
     """Start the bridge and the receiver, create the requests, wait for `stop` (or Ctrl-C, or
-    every callback when `exit_when_done`)."""
+    every callback when `exit_when_done`), then cancel what is still open. The store is a
+    temporary one unless `store_url` names another."""
+    with tempfile.TemporaryDirectory(prefix="hitl-bridge-demo-") as scratch:
+        url = store_url or f"sqlite:///{Path(scratch) / 'demo.db'}"
+        return await _run(demo_settings(settings, listen, url), settings, out, stop or asyncio.Event(),
+                          exit_when_done, temporary=store_url is None)
+
+
+async def _run(demo: Settings, settings: Settings, out: Out, stop: asyncio.Event, exit_when_done: bool, *,
+               temporary: bool) -> int:
     from bridge.daemon import Daemon
 
-    demo = demo_settings(settings, listen)
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per intake call is noise here
-    stop = stop or asyncio.Event()
     secret_ids = {q["id"] for spec in demo_requests() for q in spec["questions"] if q["kind"] == "secret"}
     receiver = Receiver(secret=secrets.token_urlsafe(32), out=out, secret_ids=secret_ids)
     loop = asyncio.get_running_loop()
@@ -194,26 +200,55 @@ async def run_demo(settings: Settings, *, listen: str | None = None, out: Out = 
         except BaseException:
             await _stop_quietly(daemon)
             raise
+        client = AsyncClient(daemon.base_url, token=demo.http.first_token or "", unavailable_after=5)
+        ids: list[str] = []
         try:
-            ids = await create_requests(daemon.base_url, demo, receiver)
-            out(f"demo: created {len(ids)} requests; callbacks go to {receiver.url}")
+            ids = await create_requests(client, receiver)
+            where = "a temporary store, removed when the demo stops" if temporary else demo.store.url
+            out(f"demo: created {len(ids)} requests in {where}; callbacks go to {receiver.url}")
             out(f"demo: open the inbox at {daemon.base_url}/inbox")
+            token = " (with HITL_BRIDGE_TOKEN set to one of your tokens)" if demo.http.api_tokens else ""
+            out(f"demo: or answer them in a terminal: hitl-bridge inbox --url {daemon.base_url}{token}")
             web = demo.web or {}
             if web.get("password") or web.get("tokens") or demo.http.api_tokens:
                 out("demo: log in with web.password (and your name) or one of your tokens")
-            out("demo: answer them in the browser; each outcome is printed here. Ctrl-C stops.")
+            out("demo: each outcome is printed here. Ctrl-C stops.")
             while not stop.is_set():
                 if exit_when_done and all(i in receiver.received for i in ids):
                     break
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=0.2)
         finally:
+            await _wind_down(client, daemon, ids, out)
+            await client.aclose()
             await daemon.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     loop.remove_signal_handler(sig)
     out("demo: stopped")
     return 0
+
+
+async def _wind_down(client: AsyncClient, daemon: Any, ids: list[str], out: Out) -> None:
+    """Cancel the demo's requests that are still open, and give the deliveries under way
+    (to the receiver, which is still up) a moment to land."""
+    cancelled = 0
+    for request_id in ids:
+        with contextlib.suppress(BridgeError):  # closed meanwhile: nothing to cancel
+            view = await client.get(request_id)
+            if view.get("state") in ("pending", "posted"):
+                await client.cancel(request_id, "the demo stopped", actor="demo")
+                cancelled += 1
+    if cancelled:
+        out(f"demo: cancelled {cancelled} open request(s)")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while loop.time() < deadline:
+        pending = [i for i in ids for item in await daemon.store.list_outbox(request_id=i) if not item.dead]
+        if not pending:
+            return
+        await asyncio.sleep(0.05)
+    out(f"demo: {len(set(pending))} outcome(s) still undelivered to the demo receiver")
 
 
 def _cannot_listen(host: str, port: int) -> str | None:
@@ -235,17 +270,3 @@ async def _stop_quietly(daemon: Any) -> None:
         return
     with contextlib.suppress(Exception):
         await daemon.stop()
-
-
-def add_demo_command(subparsers: Any) -> None:
-    """Register `hitl-bridge demo` (bridge.cli calls this)."""
-    p: argparse.ArgumentParser = subparsers.add_parser(
-        "demo", help="create a few requests to answer in the web inbox (no account needed)")
-    p.add_argument("--listen", help="host:port for the demo bridge (default: http.listen, 127.0.0.1:8787)")
-    p.add_argument("--exit-when-done", action="store_true",
-                   help="stop once every demo request is closed and its callback has arrived")
-    p.set_defaults(func=cmd_demo)
-
-
-async def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    return await run_demo(settings, listen=args.listen, exit_when_done=args.exit_when_done)

@@ -13,9 +13,11 @@ No argparse here: the CLI (or anything else) calls `diagnose()` and renders the 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -92,6 +94,10 @@ def _http(settings: Settings) -> Finding:
 
 async def _store(store: Store, settings: Settings, findings: list[Finding]) -> bool:
     where = redact_url(settings.store.url)
+    missing = _missing_sqlite(settings.store.url)
+    if missing is not None:  # checked, not created: doctor run in another folder leaves nothing behind
+        findings.append(missing)
+        return False
     try:
         await store.open()
     except Exception as exc:
@@ -121,6 +127,21 @@ async def _store(store: Store, settings: Settings, findings: list[Finding]) -> b
     else:
         findings.append(ok("deliveries", "none dead-lettered"))
     return True
+
+
+def _missing_sqlite(url: str) -> Finding | None:
+    """For a SQLite file that does not exist yet: whether `serve` could create it."""
+    if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
+        return None
+    path = Path(url.removeprefix("sqlite:///"))
+    if path.exists():
+        return None
+    parent = next((p for p in path.absolute().parents if p.exists()), Path("/"))
+    if os.access(parent, os.W_OK):
+        return info("store", f"{path} does not exist yet: `serve` creates it (run doctor in the daemon's "
+                             "folder, or with its config, to check the store it uses)")
+    return fail("store", f"{path} does not exist and {parent} is not writable",
+                "point store.url at a writable place, or fix the permissions")
 
 
 async def _parts(settings: Settings, store: Store) -> list[Finding]:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from bridge.errors import BridgeError
 from bridge.http.auth import api_responder, require_api_token
-from bridge.http.views import event_view, outbox_view, post_view, request_view
+from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import MAX_CONTEXT_DEPTH, RequestState
 from bridge.ports import source_problems
 from bridge.service import BridgeService
@@ -88,6 +88,7 @@ async def get_request(
     view = request_view(found)
     view["posts"] = [post_view(p) for p in await service.store.list_posts(request_id)]
     view["outbox"] = [outbox_view(o) for o in await service.store.list_outbox(request_id=request_id)]
+    view.update(await votes_view(service, found))
     return view
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from typing import Any
 
 import uvicorn
@@ -13,10 +13,19 @@ import uvicorn
 START_WITHIN_S = 10.0
 
 
+class _Server(uvicorn.Server):
+    """uvicorn leaving signals to the program it runs in: a Ctrl-C stopping the demo must
+    not take its callback receiver down before the last outcomes are delivered to it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
 @contextlib.asynccontextmanager
 async def serving(app: Any, what: str, **config: Any) -> AsyncIterator[int]:
     """Run `app` until the block ends; yields its port. `config`: more uvicorn.Config keys."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
+    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                            lifespan="off", **config))
     task = asyncio.create_task(server.serve())
     loop = asyncio.get_running_loop()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from bridge.models import Event, Post, Request
-from bridge.store.base import OutboxItem
+from bridge.store.base import OutboxItem, Vote
+from bridge.timing_view import vote_line
 
 
 def request_view(request: Request) -> dict[str, Any]:
@@ -31,7 +33,10 @@ def event_view(event: Event) -> dict[str, Any]:
 
 
 def post_view(post: Post) -> dict[str, Any]:
-    return post.model_dump(mode="json", exclude={"ref"})
+    """A copy; `conversation` tells apart the copies of one target (a Slack user group's DMs)."""
+    data = post.model_dump(mode="json", exclude={"ref"})
+    data["conversation"] = post.ref.get("channel")
+    return data
 
 
 def outbox_view(item: OutboxItem) -> dict[str, Any]:
@@ -43,3 +48,23 @@ def outbox_view(item: OutboxItem) -> dict[str, Any]:
         "last_error": item.last_error,
         "dead": item.dead,
     }
+
+
+async def votes_view(service: Any, request: Request) -> dict[str, Any]:
+    """`quorum` (the route's), and on a quorum route `votes` and `tally` (the line every
+    copy shows: "1 of 2 approvals: ana")."""
+    quorum = service.route_of(request).quorum
+    if quorum <= 1:
+        return {"quorum": quorum, "votes": [], "tally": None}
+    votes = await service.store.list_votes(request.id)
+    return {"quorum": quorum, "votes": [vote_view(v) for v in votes], "tally": vote_line(request, votes, quorum)}
+
+
+def vote_view(vote: Vote) -> dict[str, Any]:
+    """One vote on a quorum route: who (the handle it counts as, and the name shown), what
+    (secrets already redacted when recorded) and when."""
+    try:
+        values = json.loads(vote.value)
+    except ValueError:
+        values = vote.value
+    return {"voter": vote.voter, "name": vote.name, "values": values, "at": vote.at.isoformat()}

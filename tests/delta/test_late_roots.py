@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from bridge.cli import run
 from bridge.health import Status
-from tests.core.test_cli import run
 from tests.delta.bridgekit import delta_bridge, wait_request
 from tests.delta.helpers import make_v1_10_workspace
 from tests.harness import wait_for

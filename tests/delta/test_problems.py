@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.core.test_cli import run
+from bridge.cli import run
 from tests.delta.bridgekit import delta_bridge, wait_request
 from tests.delta.helpers import FIXTURES, make_v1_10_workspace
 from tests.harness import wait_for

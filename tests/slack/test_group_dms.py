@@ -4,12 +4,11 @@ and a group that cannot be posted to is recorded as a failed copy with the reaso
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-import pytest
+from hitl_bridge_client import AsyncClient
 
-from bridge.cli import cmd_show
+from bridge.cli import render
 from bridge.models import RequestState
 from tests.fakes.slack_api import FakeSlack
 from tests.harness import wait_for
@@ -18,8 +17,7 @@ from tests.slack.conftest import confirm_body, slack_bridge
 MANAGERS = {"S0MANAGERS": ("eng-managers", ["U0ALICE", "U0BOB"]), "S0EMPTY": ("nobody-here", [])}
 
 
-async def test_each_member_of_a_group_gets_a_dm_and_every_copy_is_updated(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_each_member_of_a_group_gets_a_dm_and_every_copy_is_updated(tmp_path: Path) -> None:
     async with FakeSlack(usergroups=MANAGERS) as fake:
         route = {"notify": ["slack:@eng-managers"], "responders": ["slack:@eng-managers"]}
         async with slack_bridge(tmp_path, fake, route=route) as b:
@@ -33,8 +31,8 @@ async def test_each_member_of_a_group_gets_a_dm_and_every_copy_is_updated(
             events = await b.daemon.store.list_events(rid)
             assert [e.data["targets"] for e in events if e.kind == "posted"] == [["slack:@eng-managers"]]
 
-            assert await cmd_show(argparse.Namespace(id=rid, json=False), b.daemon.settings) == 0
-            shown = capsys.readouterr().out  # `hitl-bridge show` tells the copies apart
+            async with AsyncClient(b.daemon.base_url, token=b.daemon.settings.http.first_token or "") as api:
+                shown = render.show(await api.get(rid), None)  # `hitl-bridge show` tells the copies apart
             assert "copy       slack slack:@eng-managers (D0ALICE): ok" in shown
             assert "copy       slack slack:@eng-managers (D0BOB): ok" in shown
 

@@ -3,14 +3,14 @@ edits, unknown chats, people who never pressed Start. Refused clearly, nothing b
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hitl_bridge_client import AsyncClient
 
-from bridge.cli import cmd_show
+from bridge.cli import render
 from tests.fakes.telegram_api import FakeTelegram, Person
 from tests.harness import wait_for
 from tests.telegram.helpers import closed, last_text_to, posted_message, submit, telegram_bridge
@@ -130,8 +130,7 @@ async def test_second_click_and_closed_requests(tmp_path: Path, fake: FakeTelegr
 
 
 async def test_never_pressed_start_is_undeliverable_not_failed(tmp_path: Path, fake: FakeTelegram,
-                                                               caplog: pytest.LogCaptureFixture,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+                                                               caplog: pytest.LogCaptureFixture) -> None:
     fake.person(42, "Ann")
     fake.person(77, "Zed", started=False)
     async with telegram_bridge(tmp_path, fake, notify=["telegram:42", "telegram:77", "telegram:-555"]) as daemon:
@@ -147,8 +146,8 @@ async def test_never_pressed_start_is_undeliverable_not_failed(tmp_path: Path, f
         request = await daemon.store.get_request(rid)
         assert request is not None and request.state.value == "posted"
         assert any("never pressed Start" in r.getMessage() for r in caplog.records)
-        assert await cmd_show(argparse.Namespace(id=rid, json=False), daemon.settings) == 0
-        shown = capsys.readouterr().out
+        async with AsyncClient(daemon.base_url, token=daemon.settings.http.first_token or "") as client:
+            shown = render.show(await client.get(rid), await client.events(rid))  # as `hitl-bridge show`
         assert "telegram:77: FAILED: undeliverable" in shown
 
 

@@ -3,15 +3,14 @@ delivery), and `timing_notes` gives every copy its vote and escalation lines."""
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 
-import pytest
+from hitl_bridge_client import AsyncClient
 
-from bridge.cli import cmd_show
+from bridge.cli import render
 from bridge.timing_view import timing_notes
-from tests.harness import ManualClock, callback_receiver, make_settings
+from tests.harness import ManualClock, callback_receiver
 from tests.timing.helpers import answer, bridge_on, create, step
 
 CONFIG = {"routes": [{"name": "two-keys", "notify": ["web:team"], "quorum": 2,
@@ -20,7 +19,7 @@ CONFIG = {"routes": [{"name": "two-keys", "notify": ["web:team"], "quorum": 2,
                       "timeout": "1h", "on_timeout": {"answer": "no"}}]}
 
 
-async def test_show_prints_the_whole_timeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_show_prints_the_whole_timeline(tmp_path: Path) -> None:
     clock = ManualClock()
     async with callback_receiver() as receiver, bridge_on(tmp_path, clock, CONFIG) as daemon:
         rid = await create(daemon, callback={"url": receiver.url, "secret": "s" * 32})
@@ -43,10 +42,8 @@ async def test_show_prints_the_whole_timeline(tmp_path: Path, capsys: pytest.Cap
 
         from tests.harness import wait_for
         await wait_for(delivered, 5)
-
-    settings = make_settings(tmp_path, CONFIG)
-    assert await cmd_show(argparse.Namespace(id=rid, json=False), settings) == 0
-    out = capsys.readouterr().out
+        async with AsyncClient(daemon.base_url, token="") as client:  # what `hitl-bridge show` renders
+            out = render.show(await client.get(rid), await client.events(rid))
     timeline = out.split("timeline")[1]
     kinds = re.findall(r"^\s+\S+ \S+\s+(\w+)", timeline, re.M)
     assert kinds[:2] == ["created", "posted"]

@@ -8,10 +8,12 @@ import json
 import re
 from pathlib import Path
 
+import click
 import httpx
-from hitl_bridge_client import verify_callback
+import pytest
+from hitl_bridge_client import AsyncClient, verify_callback
 
-from bridge.cli import build_parser
+from bridge import cli
 from bridge.demo import run_demo
 from tests.harness import make_settings, wait_for
 from tests.web.helpers import Person
@@ -29,8 +31,39 @@ ANSWERS = {
 
 
 def test_demo_verb_is_registered() -> None:
-    args = build_parser().parse_args(["demo", "--listen", "127.0.0.1:0", "--exit-when-done"])
-    assert args.command == "demo" and args.listen == "127.0.0.1:0" and args.exit_when_done
+    command = cli.root.get_command(click.Context(cli.root), "demo")
+    assert command is not None
+    ctx = command.make_context("demo", ["--listen", "127.0.0.1:0", "--exit-when-done", "--store", "sqlite:///x.db"])
+    assert ctx.params == {"listen": "127.0.0.1:0", "exit_when_done": True, "store_url": "sqlite:///x.db"}
+
+
+async def test_demo_keeps_to_a_temporary_store_and_cancels_what_is_open(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    settings = make_settings(tmp_path)  # the user's store: the demo must not write into it
+    lines: list[str] = []
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_demo(settings, listen="127.0.0.1:0", out=lines.append, stop=stop))
+    try:
+        line = await wait_for(lambda: next((x for x in lines if "or answer them in a terminal" in x), None), 15)
+        base = line.split("--url ")[1].split()[0]
+        assert any("created 6 requests in a temporary store, removed when the demo stops" in x for x in lines)
+        async with AsyncClient(base, token="") as client:
+            listed = await client.list(["posted", "pending"])
+            assert len(listed) == 6
+            await client.answer(listed[0]["id"], "yes" if listed[0]["questions"][0]["kind"] == "confirm" else "x")
+        assert not (tmp_path / "bridge.db").exists() and len(list(scratch.iterdir())) == 1
+        await wait_for(lambda: any(x.startswith("callback received") for x in lines), 15)
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 15) == 0
+    assert "demo: cancelled 5 open request(s)" in lines and lines[-1] == "demo: stopped"
+    assert sum("→ cancelled (the demo stopped)" in x for x in lines) == 5  # the receiver was still there
+    assert list(scratch.iterdir()) == []  # the temporary store is gone
 
 
 async def test_demo_end_to_end_through_the_inbox(tmp_path: Path) -> None:

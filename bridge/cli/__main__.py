@@ -1,0 +1,5 @@
+"""`python -m bridge.cli` is `hitl-bridge`."""
+
+from bridge.cli import main
+
+main()

@@ -1,0 +1,102 @@
+"""`serve`, `doctor`, `check-config`: the daemon itself and the checks of its config."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+
+import click
+
+from bridge.cli.exits import REFUSED, USAGE, Failed, codes
+from bridge.cli.options import Cli, config_failure, config_option, daemon_options, json_option
+
+
+@click.command(short_help="Run the daemon (web inbox, HTTP API, sources, channels).",
+               epilog=codes("stopped (Ctrl-C, SIGTERM)", "could not start (the port is taken, the store will not open)",
+                            "config error", remote=False, interrupt=False))
+@config_option
+@click.pass_obj
+def serve(cli: Cli) -> int:
+    """Run the daemon: sources, channels, the web inbox and the HTTP API on http.listen
+    (127.0.0.1:8787 by default), until Ctrl-C or SIGTERM; SIGHUP reloads the config. With no
+    config file it runs on embedded defaults (SQLite in ./.hitl-bridge/)."""
+    from bridge.config import EMBEDDED
+    from bridge.daemon import Daemon
+    from bridge.errors import ConfigError
+    from bridge.logs import configure_logging
+
+    settings = cli.settings()
+    configure_logging(settings.log_level, settings.log_format)
+    taken = port_taken(settings.http.host, settings.http.port)
+    if taken:
+        raise Failed(f"cannot listen on {settings.http.listen}: {taken}. Is another hitl-bridge (or `demo`) "
+                     "running there? Stop it, or set another http.listen.", REFUSED)
+    daemon = Daemon(settings, embedded=settings.origin == EMBEDDED)
+    if settings.origin == EMBEDDED:  # a log line, not a print: JSON logs stay JSON
+        logging.getLogger("hitl_bridge").info(
+            "no config file, running on embedded defaults (store %s, web inbox at http://%s/inbox)",
+            settings.store.url, settings.http.listen)
+    try:
+        asyncio.run(daemon.run_forever())
+    except ConfigError as exc:
+        raise config_failure(exc) from None
+    except OSError as exc:  # the port taken since the check, a store that will not open...
+        raise Failed(f"hitl-bridge could not start: {exc}", REFUSED) from None
+    return 0
+
+
+def port_taken(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be bound right now, else None (port 0 is always free)."""
+    if port == 0:
+        return None
+    try:
+        with socket.create_server((host, port)):
+            return None
+    except OSError as exc:
+        return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+@click.command(short_help="Check config, store, platforms, engines and the running daemon.",
+               epilog=codes("every check passed (warnings allowed)", "a check failed", "config error", remote=False))
+@json_option
+@daemon_options
+@click.pass_obj
+def doctor(cli: Cli, as_json: bool) -> int:
+    """Check what is live: the config, the store (opened and written), each route target,
+    Slack and Telegram tokens, scopes and chats, each engine's reachability, and the running
+    daemon's /readyz and sources (at --url, else http.listen)."""
+    from bridge.doctor import diagnose, exit_code, render_json, render_text
+
+    settings = cli.settings()
+    address = cli.address()
+    findings = asyncio.run(diagnose(settings, daemon_url=address.url, token=address.token))
+    click.echo(render_json(findings) if as_json else render_text(findings))
+    return exit_code(findings)
+
+
+@click.command("check-config", short_help="Validate a config file without starting anything.",
+               epilog=codes("valid", None, "not valid: the file, the key and the reason", remote=False))
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@json_option
+@config_option
+@click.pass_obj
+def check_config(cli: Cli, file: str | None, as_json: bool) -> int:
+    """Validate a config file as `serve` would read it, without starting anything or using
+    the network: a summary, or the file, the key and the fix. FILE defaults to the one
+    `serve` would read."""
+    from bridge.config import load_settings
+    from bridge.errors import ConfigError
+    from bridge.preflight import check_config as check
+
+    try:
+        summary = check(load_settings(file or cli.config))  # raises ConfigError on the first mistake
+    except ConfigError as exc:
+        if not as_json:
+            raise config_failure(exc) from None
+        click.echo(json.dumps({"ok": False, "file": exc.file, "key": exc.key, "error": exc.reason}, indent=2))
+        return USAGE
+    click.echo(json.dumps({"ok": True, "summary": summary}, indent=2) if as_json else summary)
+    return 0

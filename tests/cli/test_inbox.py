@@ -1,0 +1,120 @@
+"""The terminal inbox and `answer ID` without a value, driven through a pseudo-terminal
+(pexpect) as a person types: the prompts that fit each kind, a secret that is never echoed,
+the editor for an edit, new requests shown as they arrive, a request answered elsewhere
+meanwhile, quitting."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from pathlib import Path
+
+import pexpect
+
+from tests.cli.helpers import HITL, LEAD, Served, create, env_for
+
+SECRET = "pa55-w0rd-never-echoed"
+
+
+def spawn(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[pexpect.spawn, io.StringIO]:
+    seen = io.StringIO()
+    child = pexpect.spawn(HITL, args, cwd=str(cwd), env=env, encoding="utf-8", timeout=30, dimensions=(50, 120))
+    child.logfile_read = seen
+    return child, seen
+
+
+def test_inbox_answers_each_kind_in_place_and_follows_new_requests(daemon: Served, elsewhere: Path) -> None:
+    suite = uuid.uuid4().hex[:8]
+    labels = {"suite": suite}
+    editor = elsewhere.parent / "editor.sh"  # what a person does in $EDITOR: change one value, save
+    editor.write_text('#!/bin/sh\nsed -i \'s/"seats": 5/"seats": 7/\' "$1"\n')
+    editor.chmod(0o755)
+    first = create(daemon, title="Deploy payments-api", labels=labels, timeout_s=1000,
+                   context={"command": "kubectl rollout restart deploy/api"})
+    second = create(daemon, title="Canary region", labels=labels, timeout_s=2000,
+                    questions=[{"id": "region", "kind": "choice", "prompt": "Which region first?",
+                                "options": ["eu-west-1", "us-east-1", "ap-southeast-2"]}])
+    third = create(daemon, title="Vendor access", labels=labels, timeout_s=3000,
+                   questions=[{"id": "vars", "kind": "edit", "prompt": "Review the variables",
+                               "default": {"vendor": "acme", "seats": 5}},
+                              {"id": "password", "kind": "secret", "prompt": "Password for db-staging?"}])
+    create(daemon, title="Not for this inbox", labels={"suite": "other"})
+    child, seen = spawn(["inbox", "--label", f"suite={suite}", "--interval", "0.2"], elsewhere,
+                        env_for(daemon, EDITOR=str(editor)))
+    child.expect("3 open requests")  # the nearest deadline first
+    child.expect("Deploy payments-api")
+    child.expect("command: kubectl rollout restart deploy/api")
+    child.expect("y approve · n reject · Enter skip · q quit > ")
+    child.sendline("n")
+    child.expect(r"reason \(optional, sent with your answer; Enter for none\): ")
+    child.sendline("too risky during the sale")
+    child.expect(f"{first} answered: ok=no by api:ops — too risky during the sale")
+    child.expect("Which region first\\?")
+    child.expect(r"1\) eu-west-1\s+2\) us-east-1\s+3\) ap-southeast-2")
+    child.sendline("9")
+    child.expect("type a number from 1 to 3")
+    child.sendline("2")
+    child.expect(f"{second} answered: region=us-east-1")
+    child.expect("question 1 of 2")
+    child.expect(r"a accept as proposed · e edit in \$EDITOR · Enter skip · q quit > ")
+    child.sendline("e")
+    child.expect("seats: 7")
+    child.expect(r"\(hidden as you type; Enter on an empty line skips\) > ")
+    child.sendline(SECRET)
+    child.expect(r'answers: vars=\{"vendor": "acme", "seats": 7\}, password=\[secret\]')
+    child.sendline("")  # send these answers? [Y/n]
+    child.expect(f"{third} answered: ")
+    child.expect("waiting for new requests…")
+    late = create(daemon, title="A late question", labels=labels,
+                  questions=[{"id": "reply", "kind": "text", "prompt": "What do I tell the customer?"}])
+    child.expect("A late question")  # shown as it arrives
+    child.expect(r"\(Enter on an empty line skips\) > ")
+    child.sendline("")
+    child.expect("skipped")
+    child.expect("waiting for new requests…")
+    taken = create(daemon, title="Answered elsewhere", labels=labels)
+    child.expect("y approve · n reject")
+    with daemon.client(LEAD) as client:  # someone in Slack is quicker
+        client.answer(taken, "yes", responder="ana")
+    child.sendline("y")
+    child.expect("not sent: already answered by ana")
+    child.expect("waiting for new requests…")
+    create(daemon, title="One more", labels=labels)
+    child.expect("y approve · n reject")
+    child.sendline("q")
+    child.expect("inbox: 3 answered, 1 skipped")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert SECRET not in seen.getvalue()  # typed without echo, never printed
+    assert "Not for this inbox" not in seen.getvalue()
+    with daemon.client() as client:
+        assert client.get(first)["answer"]["reason"] == "too risky during the sale"
+        assert client.get(second)["answer"]["values"] == {"region": "us-east-1"}
+        assert client.get(third)["answer"]["values"] == {"vars": {"vendor": "acme", "seats": 7}, "password": "[secret]"}
+        assert client.get(late)["state"] == "posted"
+
+
+def test_answer_without_a_value_asks_and_ctrl_c_stops(daemon: Served, elsewhere: Path) -> None:
+    rid = create(daemon, title="Pick a size", questions=[{"id": "size", "kind": "choice", "prompt": "Which size?",
+                                                          "options": ["small", "large"]}])
+    child, _ = spawn(["answer", rid, "--as", "Ana"], elsewhere, env_for(daemon))
+    child.expect("Pick a size")
+    child.expect(r"1-2 · Enter skip · q quit > ")
+    child.sendline("1")
+    child.expect(f"{rid} answered: size=small by Ana \\(api:ops\\)")
+    child.expect("is only the name shown")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    suite = uuid.uuid4().hex[:8]
+    rid = create(daemon, title="Never mind", labels={"suite": suite})
+    child, _ = spawn(["inbox", "--label", f"suite={suite}"], elsewhere, env_for(daemon))
+    child.expect("y approve")
+    child.sendintr()
+    child.expect(r"inbox: 0 answered, 0 skipped")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    with daemon.client() as client:
+        assert client.get(rid)["state"] == "posted"
