@@ -10,7 +10,7 @@ import pytest
 from tests.email.smtp_server import smtp_server
 from tests.email.test_email import BOSS, create, escalated_mail, ladder, link_in
 from tests.harness import wait_for
-from tests.web.browser import chromium, needs_chromium, new_page
+from tests.web.browser import chromium, needs_chromium, new_page, visible_box
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
@@ -26,7 +26,7 @@ async def test_the_answer_page_on_a_phone(tmp_path: Path) -> None:
             await page.get_by_role("heading", name="Deploy api v2 to prod").wait_for()
             assert await page.get_by_text(f"Sent to {BOSS}").is_visible()
             approve = page.get_by_role("button", name="Approve")
-            box = await approve.bounding_box()
+            box = await visible_box(approve)
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390  # no sideways scrolling
             assert await page.evaluate("document.documentElement.scrollWidth") <= 390
             await approve.tap()

@@ -19,9 +19,9 @@ needs_chromium = pytest.mark.skipif(
 )
 
 if CHROMIUM.exists():
-    from playwright.async_api import Browser, Page, async_playwright
+    from playwright.async_api import Browser, Locator, Page, async_playwright
 else:  # pragma: no cover - the tests using it are skipped
-    Browser = Page = object  # type: ignore[assignment,misc]
+    Browser = Locator = Page = object  # type: ignore[assignment,misc]
 
 TIMEOUT_MS = 10_000
 
@@ -46,3 +46,11 @@ async def new_page(browser: Browser, **context_options: object) -> AsyncIterator
         yield page
     finally:
         await context.close()
+
+
+async def visible_box(locator: Locator) -> dict[str, float] | None:
+    """`locator`'s box once it is shown (bounding_box() does not wait: it is None for an
+    element the page's script has not shown yet)."""
+    await locator.wait_for(state="visible")
+    box: dict[str, float] | None = await locator.bounding_box()
+    return box

@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from bridge.daemon import Daemon
 from tests.harness import running_bridge
-from tests.web.browser import Browser, Page, chromium, needs_chromium, new_page
+from tests.web.browser import Browser, Page, chromium, needs_chromium, new_page, visible_box
 from tests.web.helpers import CHOICE, CONFIRM, TEXT, create
 from tests.web.test_browser import answered
 
@@ -44,15 +44,16 @@ async def test_list_and_request_side_by_side(bridge: Daemon, browser: Browser) -
     rid = await create(bridge, CONFIRM)
     async with new_page(browser, **DESKTOP) as page:
         await page.goto(f"{bridge.base_url}/inbox/r/{rid}")
-        listed = await page.locator(".pane-list").bounding_box()
-        shown = await page.locator("article.pane-detail").bounding_box()
+        listed = await visible_box(page.locator(".pane-list"))
+        shown = await visible_box(page.locator("article.pane-detail"))
         assert listed is not None and shown is not None
         assert listed["x"] + listed["width"] <= shown["x"]  # beside, not above
         assert abs(listed["y"] - shown["y"]) < 50 and shown["width"] > listed["width"]
         assert await page.locator(f"#link-{rid}").get_attribute("aria-current") == "true"
         # the deadline and quorum are above the buttons, not below them
-        top = await page.locator("#request-top").bounding_box()
-        approve = await page.get_by_role("button", name="Approve").bounding_box()
+        approve_button = page.get_by_role("button", name="Approve")
+        top = await visible_box(page.locator("#request-top"))
+        approve = await visible_box(approve_button)
         assert top is not None and approve is not None and top["y"] < approve["y"]
     async with new_page(browser, viewport={"width": 390, "height": 844}) as page:
         await page.goto(f"{bridge.base_url}/inbox/r/{rid}")

@@ -14,7 +14,7 @@ import pytest_asyncio
 from bridge.daemon import Daemon
 from bridge.models import Request
 from tests.harness import running_bridge
-from tests.web.browser import Browser, Page, chromium, needs_chromium, new_page
+from tests.web.browser import Browser, Page, chromium, needs_chromium, new_page, visible_box
 from tests.web.helpers import CONFIRM, FORM, MIXED, create
 from tests.web.scene import DESCRIPTION
 from tests.web.test_browser import answered
@@ -40,7 +40,7 @@ async def bridge(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Daem
 
 
 async def box(page: Page, selector: str) -> dict[str, float]:
-    found = await page.locator(selector).first.bounding_box()
+    found = await visible_box(page.locator(selector).first)
     assert found is not None, f"{selector} is not shown"
     return found
 
@@ -54,13 +54,13 @@ async def test_decision_and_actions_are_within_reach(bridge: Daemon, browser: Br
         strip = await box(page, "#request-top")
         assert strip["y"] < 0.3 * 844 and "due in 29 min" in await page.locator("#request-top").inner_text()
         for name in ("Approve", "Reject"):
-            button = await page.get_by_role("button", name=name).bounding_box()
+            button = await visible_box(page.get_by_role("button", name=name))
             assert button is not None
             assert button["y"] >= 0 and button["y"] + button["height"] <= 844, f"{name} is below the fold"
             assert button["height"] >= 44 and button["width"] >= 44
         assert await page.evaluate("document.documentElement.scrollHeight") > 1.5 * 844  # a long page indeed
         await page.mouse.wheel(0, 3000)  # scrolled down, the bar stays
-        button = await page.get_by_role("button", name="Approve").bounding_box()
+        button = await visible_box(page.get_by_role("button", name="Approve"))
         assert button is not None and button["y"] + button["height"] <= 844
         # the last words of the page are not hidden under the bar
         await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
@@ -154,7 +154,7 @@ async def test_the_emailed_answer_page_on_a_phone(bridge: Daemon, browser: Brows
         await page.goto(url)
         assert await page.locator("header .who").count() == 0  # nobody is logged in here
         assert "Sent to boss@example.com" in await page.locator(".crumbs").inner_text()
-        button = await page.get_by_role("button", name="Approve").bounding_box()
+        button = await visible_box(page.get_by_role("button", name="Approve"))
         assert button is not None and button["y"] + button["height"] <= 844 and button["height"] >= 44
         await page.get_by_role("button", name="Approve").click()
         await page.get_by_role("button", name="Send now").click()
