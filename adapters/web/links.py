@@ -26,6 +26,7 @@ from bridge.models import Request as BridgeRequest
 from bridge.models import Responder
 from bridge.service import BridgeService
 
+FIX_BELOW = "Some answers need fixing (see below)."
 STALE = "This form is stale or did not come from this page. Reload it and try again."
 NOT_VALID = ("This link is not valid", "Check that the whole link was opened (mail programs sometimes cut "
              "long links), or answer in the inbox or chat instead.")
@@ -94,7 +95,9 @@ class LinkPages:
             request.query_params.get("done", ""), "")
         return await self._show(request, link, found, status=200 if found.is_open or notice else 410, notice=notice)
 
-    async def answer(self, request: Request) -> Response:
+    async def _posted(self, request: Request) -> tuple[AnswerLink, BridgeRequest, dict[str, list[str]]] | Response:
+        """What every POST checks first: a valid link, a form from this page, an open request.
+        Returns the link, the request and the form, or the page that says why not."""
         opened = await self._open(request)
         if opened is None:
             return self._not_valid(request)
@@ -104,10 +107,17 @@ class LinkPages:
             return await self._show(request, link, found, status=403, problem=STALE)
         if not found.is_open:
             return await self._show(request, link, found, status=409, problem=views.closed_message(found))
+        return link, found, form
+
+    async def answer(self, request: Request) -> Response:
+        posted = await self._posted(request)
+        if isinstance(posted, Response):
+            return posted
+        link, found, form = posted
         parsed = parse_answer(found.questions, form)
         if not parsed.ok:
             return await self._show(request, link, found, status=422, errors=parsed.errors, prior=parsed.prior,
-                              problem="Some answers need fixing (see below).")
+                                    problem=FIX_BELOW)
         platform, _, address = link.handle.partition(":")
         service = self._service(request)
         responder = Responder(platform=platform, user_id=address, name=address)
@@ -120,22 +130,17 @@ class LinkPages:
 
     async def confirm(self, request: Request) -> Response:
         """The check step for pages without JavaScript: records nothing."""
-        opened = await self._open(request)
-        if opened is None:
-            return self._not_valid(request)
-        link, found = opened
-        form = await self._checked_form(request)
-        if form is None:
-            return await self._show(request, link, found, status=403, problem=STALE)
-        if not found.is_open:
-            return await self._show(request, link, found, status=409, problem=views.closed_message(found))
+        posted = await self._posted(request)
+        if isinstance(posted, Response):
+            return posted
+        link, found, form = posted
         if found.secret_question_ids:
             return await self._show(request, link, found, status=400,
                                     problem="Answers with a secret are sent directly: send the form.")
         parsed = parse_answer(found.questions, form)
         if not parsed.ok:
             return await self._show(request, link, found, status=422, errors=parsed.errors, prior=parsed.prior,
-                                    problem="Some answers need fixing (see below).")
+                                    problem=FIX_BELOW)
         browser, cookies = browser_id(request, self.auth)
         return self.render.page(
             "confirm.html", cookies=cookies, secure=is_secure(request), csrf=self.auth.csrf_token(browser),

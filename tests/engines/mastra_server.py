@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+from tests.processes import wait_until_serving
 
 APP = Path(__file__).parent / "mastra_app"
 START_DEADLINE_S = 60.0
@@ -180,18 +180,12 @@ class MastraServer:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen([node, str(self.entry)], cwd=self.entry.parent, env=env,
                                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + START_DEADLINE_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the Mastra server exited early:\n{tail(self.log_path)}")
-            try:
-                if httpx.get(f"{self.url}/api/workflows", timeout=1.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)  # polling a subprocess's readiness with a deadline
-        self.stop()
-        raise RuntimeError(f"the Mastra server was not ready in {START_DEADLINE_S:.0f} s:\n{tail(self.log_path)}")
+        try:
+            wait_until_serving(self.process, f"{self.url}/api/workflows", within=START_DEADLINE_S,
+                               what="the Mastra server", log_tail=lambda: tail(self.log_path))
+        except RuntimeError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:

@@ -9,14 +9,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.langgraph.engine import Engine
+from tests.processes import wait_until_serving
 
 HERE = Path(__file__).parent
 START_DEADLINE_S = 90.0
@@ -79,19 +78,13 @@ class LangGraphServer:
         self._wait_ready()
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + START_DEADLINE_S
         assert self.process is not None
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"langgraph dev exited early:\n{self.log_tail()}")
-            try:
-                if httpx.get(f"{self.url}/ok", timeout=1.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)  # polling a subprocess's readiness with a deadline
-        self.stop()
-        raise RuntimeError(f"langgraph dev not ready in {START_DEADLINE_S}s:\n{self.log_tail()}")
+        try:
+            wait_until_serving(self.process, f"{self.url}/ok", within=START_DEADLINE_S, what="langgraph dev",
+                               log_tail=self.log_tail)
+        except RuntimeError:
+            self.stop()
+            raise
 
     def log_tail(self, lines: int = 40) -> str:
         try:
