@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from adapters.web import listing, views
-from adapters.web.answers import parse_answer
+from adapters.web.answers import ParsedAnswer, parse_answer
 from adapters.web.auth import (
     COOKIE_PATH,
     SESSION_COOKIE,
@@ -194,7 +194,11 @@ class Inbox:
         given = _first(request.state.form, "list") or ""
         return ListState.from_params(dict(parse_qsl(given[:1000])))
 
-    async def answer(self, request: Request, viewer: Viewer) -> Response:
+    async def _parsed(self, request: Request,
+                      viewer: Viewer) -> tuple[BridgeRequest, ListState, ParsedAnswer] | Response:
+        """What answering and checking both need: the request, where the person came from,
+        and their answer read from the form; or the page that says why not (unknown, closed,
+        answers to fix)."""
         found = await self._load(request)
         if found is None:
             return self._message(request, 404, "Not found", "There is no such request.", viewer)
@@ -206,6 +210,13 @@ class Inbox:
         if not parsed.ok:
             return await self._detail(request, viewer, found, status=422, errors=parsed.errors, state=state,
                                       prior=parsed.prior, problem="Some answers need fixing (see below).")
+        return found, state, parsed
+
+    async def answer(self, request: Request, viewer: Viewer) -> Response:
+        read = await self._parsed(request, viewer)
+        if isinstance(read, Response):
+            return read
+        found, state, parsed = read
         responder = Responder(platform=viewer.platform, user_id=viewer.identity, name=viewer.display)
         service = self._service(request)
         try:
@@ -220,20 +231,13 @@ class Inbox:
 
     async def confirm(self, request: Request, viewer: Viewer) -> Response:
         """The check step (no JavaScript): show the answer as it will be sent; record nothing."""
-        found = await self._load(request)
-        if found is None:
-            return self._message(request, 404, "Not found", "There is no such request.", viewer)
-        state = self._posted_state(request)
+        read = await self._parsed(request, viewer)
+        if isinstance(read, Response):
+            return read
+        found, state, parsed = read
         if found.secret_question_ids:
             return self._message(request, 400, "Nothing to check",
                                  "Answers with a secret are sent directly: go back and send the form.", viewer)
-        parsed = parse_answer(found.questions, request.state.form)
-        if not found.is_open:
-            return await self._detail(request, viewer, found, status=409, state=state,
-                                      problem=views.closed_message(found))
-        if not parsed.ok:
-            return await self._detail(request, viewer, found, status=422, errors=parsed.errors, state=state,
-                                      prior=parsed.prior, problem="Some answers need fixing (see below).")
         return self._page(request, "confirm.html", viewer=viewer, r=found,
                           form_action=f"/inbox/r/{found.id}/answer",
                           back_url=f"/inbox/r/{found.id}{state.suffix()}",
