@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# A suite started in the background (`cmd &`, nohup, some CI runners) inherits SIGINT ignored, and
+# an ignored signal stays ignored across exec: the children the tests interrupt (Ctrl-C in the
+# terminal inbox, SIGINT to an engine run) would never see it. A handled SIGINT here becomes the
+# default again in every child, as in a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

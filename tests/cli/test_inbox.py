@@ -5,7 +5,9 @@ meanwhile, quitting."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import time
 import uuid
 from pathlib import Path
 
@@ -21,6 +23,24 @@ def spawn(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[pexpect.spaw
     child = pexpect.spawn(HITL, args, cwd=str(cwd), env=env, encoding="utf-8", timeout=30, dimensions=(50, 120))
     child.logfile_read = seen
     return child, seen
+
+
+# what the child's main thread may be blocked in while it waits for a key: read, poll, select,
+# pselect6, ppoll (x86-64 numbers; /proc/<pid>/syscall starts with the number)
+WAITING_FOR_INPUT = {"0", "7", "23", "270", "271"}
+
+
+def wait_until_reading(child: pexpect.spawn, within: float = 15.0) -> None:
+    """Block until the child waits for input. A Ctrl-C that lands after input() showed its prompt
+    but before readline's select() starts is only noticed at the next key (CPython's readline
+    checks for signals when select() is interrupted), so a test must not press it earlier."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{child.pid}/syscall").read_text().split(" ", 1)[0] in WAITING_FOR_INPUT:
+                return
+        time.sleep(0.01)  # polling a state with a deadline, not waiting for time to pass
+    raise AssertionError(f"the child never waited for input within {within} s")
 
 
 def test_inbox_answers_each_kind_in_place_and_follows_new_requests(daemon: Served, elsewhere: Path) -> None:
@@ -111,6 +131,7 @@ def test_answer_without_a_value_asks_and_ctrl_c_stops(daemon: Served, elsewhere:
     rid = create(daemon, title="Never mind", labels={"suite": suite})
     child, _ = spawn(["inbox", "--label", f"suite={suite}"], elsewhere, env_for(daemon))
     child.expect("y approve")
+    wait_until_reading(child)
     child.sendintr()
     child.expect(r"inbox: 0 answered, 0 skipped")
     child.expect(pexpect.EOF)
