@@ -83,6 +83,10 @@ class TimerIndex:
         heapq.heappush(self._heap, (stamp, request_id))
         return True
 
+    def instant_of(self, request_id: str) -> float | None:
+        """The request's armed instant (epoch seconds), or None."""
+        return self._armed.get(request_id)
+
     def pop_due(self, now: float) -> list[str]:
         """Remove and return the ids whose instant is at or before `now`, earliest first."""
         out: list[str] = []

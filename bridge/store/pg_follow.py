@@ -75,6 +75,7 @@ class Follower:
         self.backend_pid: int | None = None  # the listening session (tests end it to prove recovery)
         self.received = 0
         self._listened = False
+        self.backoff: tuple[float, ...] = BACKOFF_S  # waits between reconnection attempts (the last one repeats)
 
     async def run(self) -> None:
         failures = 0
@@ -85,7 +86,7 @@ class Follower:
                 raise
             except Exception as exc:
                 self.connected.clear()
-                wait = BACKOFF_S[min(failures, len(BACKOFF_S) - 1)]
+                wait = self.backoff[min(failures, len(self.backoff) - 1)]
                 failures += 1
                 summary = f"not hearing other replicas' changes: {str(exc) or type(exc).__name__}; retrying"
                 if self.health is not None:
