@@ -474,6 +474,7 @@ class BridgeService:
         try:
             request = await self.store.get_request(request_id)
             while request is not None and request.is_open and not self.changes.released:
+                del request  # a parked waiter keeps no copy of the request (thousands may wait)
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     return await self.store.get_request(request_id)
