@@ -266,3 +266,26 @@ async def test_a_notification_means_committed(postgres_url: str) -> None:
             await listener.close()
     finally:
         await store.close()
+
+
+async def test_a_long_poll_answers_like_the_plain_read_and_refuses_alike(tmp_path: Path) -> None:
+    """The waiting form (a lean endpoint) and the plain read give the same body, status
+    codes and refusals; a `wait` FastAPI would refuse is refused the same way."""
+    async with running_bridge(tmp_path, {"http": {"api_tokens": {"relay": {
+            "token": AUTH["Authorization"][7:], "act_for_others": True}}}}) as daemon:
+        rid = await create(daemon)
+        assert (await answer(daemon, rid, "yes", "ann")).status_code == 200
+        async with httpx.AsyncClient(base_url=daemon.base_url, headers=AUTH) as client:
+            plain = (await client.get(f"/v1/requests/{rid}")).json()
+            waited = (await client.get(f"/v1/requests/{rid}", params={"wait": "5"})).json()
+            assert waited == plain
+            missing = await client.get("/v1/requests/nope", params={"wait": "0.5"})
+            assert missing.status_code == 404 and missing.json() == {"detail": "no request 'nope'"}
+            for bad in ("-1", "121", "abc", "nan", "1e400"):
+                refused = await client.get(f"/v1/requests/{rid}", params={"wait": bad})
+                assert refused.status_code == 422, (bad, refused.text)
+            assert (await client.get(f"/v1/requests/{rid}", params={"wait": "0"})).json() == plain
+        async with httpx.AsyncClient(base_url=daemon.base_url) as anonymous:
+            for params in ({"wait": "5"}, {}):
+                refused = await anonymous.get(f"/v1/requests/{rid}", params=params)
+                assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
