@@ -36,8 +36,8 @@ import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_core import BODY, free_port, pct, wait_up  # noqa: E402
-from scale_lib import Figure, table  # noqa: E402
+from bench_core import BODY, free_port, pct, wait_up
+from scale_lib import Figure, table
 
 AREA = "waiting"
 WAIT_S = 110  # each long poll's wait (the API allows up to 120 s)
