@@ -139,5 +139,8 @@ class Follower:
             log.warning("store: ignoring a malformed change notification %r", payload[:200])
             return
         request_id, is_open, at = found
-        self.sink.changed_elsewhere((request_id,))
-        self.sink.timer_elsewhere(request_id, at if is_open else None)
+        try:
+            self.sink.changed_elsewhere((request_id,))
+            self.sink.timer_elsewhere(request_id, at if is_open else None)
+        except Exception:  # a bug in a hook must not stop the notifications that follow
+            log.exception("store: handling the change notification of %s failed", request_id)

@@ -290,3 +290,17 @@ async def test_a_long_poll_answers_like_the_plain_read_and_refuses_alike(tmp_pat
             for params in ({"wait": "5"}, {}):
                 refused = await anonymous.get(f"/v1/requests/{rid}", params=params)
                 assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+
+
+def test_notification_payloads_are_read_and_malformed_ones_refused() -> None:
+    from datetime import UTC, datetime
+
+    from bridge.store.pg_follow import channel_of, parse
+
+    assert parse("posted\t1767225600.5\tr-1") == ("r-1", True, datetime(2026, 1, 1, 0, 0, 0, 500000, tzinfo=UTC))
+    assert parse("answered\t\tr-2") == ("r-2", False, None)
+    assert parse("pending\t\tr\tx") == ("r\tx", True, None)  # the id comes last: it may hold anything
+    for bad in ("", "posted", "posted\tsoon\tr-1"):
+        assert parse(bad) is None
+    assert channel_of("hitl") == "hitl_bridge.hitl"
+    assert len(channel_of("s" * 60).encode()) <= 63  # a long schema name still makes a valid channel
