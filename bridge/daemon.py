@@ -105,6 +105,7 @@ class Daemon:
             channels=self.channels, sources={s.name: s for s in self.sources}, people=self.settings.directory,
         )
         self.store.watch(self.service.health)  # faults as they happen; the probe on /readyz
+        self.store.follow(self.service.changes)  # answers by other processes wake long polls here too
         if self.settings.secrets.key is None:
             log.info("no secrets.key: secret answers are delivered but not kept")
         self.outbox = Outbox(self.service, self.settings.delivery)

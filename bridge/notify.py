@@ -1,53 +1,124 @@
-"""In-process change notifications: long-polls and live views wait on these."""
+"""Change notifications: long polls, live views and timers wait on these.
+
+`ChangeFeed` is the one wake-up path inside a daemon. The service publishes every change it
+makes (with the request as stored); changes committed by another process reach it through
+the store's follower (`Store.follow`: SQLite's data-version watch, PostgreSQL's
+LISTEN/NOTIFY), which pokes the waiters of the requests that changed. A waiter is one
+future in a dict: it costs no CPU until its request changes.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from bridge.models import Request
 
+#: a waiter's future resolves with the request as changed, or None: "it changed, read it again"
+#: (a change made elsewhere, or the daemon shutting down)
+Waiter = asyncio.Future[Request | None]
+
 
 class ChangeFeed:
-    """Wakes waiters when a request changes; subscribers get every change."""
+    """Wakes waiters when a request changes; subscribers get every change. Also the sink a
+    store's follower reports changes made by other processes to (`bridge.store.base.ChangeSink`)."""
 
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Future[Request]]] = defaultdict(set)
+        self._waiters: dict[str, set[Waiter]] = defaultdict(set)
         self._subscribers: set[asyncio.Queue[Request]] = set()
         self._released = False
+        self._someone_waits: asyncio.Event | None = None
+        #: grows with every change seen (here or elsewhere): a live view compares it with the
+        #: one it rendered and skips the store when nothing changed
+        self.version = 0
+        #: (request id, next timer instant or None) of a change made elsewhere: the scheduler
+        self.on_timer: list[Callable[[str, datetime | None], None]] = []
+        #: called after the follower missed changes for a while (a lost connection)
+        self.on_gap: list[Callable[[], None]] = []
 
+    # this process's changes ----------------------------------------------------------------
     def publish(self, request: Request) -> None:
-        for fut in self._waiters.pop(request.id, set()):
+        self.version += 1
+        for fut in self._waiters.pop(request.id, ()):
             if not fut.done():
                 fut.set_result(request)
         for queue in list(self._subscribers):
             if queue.qsize() < 1000:  # a stuck subscriber must not grow without bound
                 queue.put_nowait(request)
 
-    def waiter(self, request_id: str) -> asyncio.Future[Request]:
-        """A future resolved with the request's next change (cancelled when shutting down)."""
-        fut: asyncio.Future[Request] = asyncio.get_running_loop().create_future()
+    # waiting ---------------------------------------------------------------------------------
+    def waiter(self, request_id: str) -> Waiter:
+        """A future resolved at the request's next change: with the request, or with None
+        when it changed elsewhere or the daemon is shutting down (read it again). Register
+        it BEFORE reading the request, so a change between the read and the wait is not missed."""
+        fut: Waiter = asyncio.get_running_loop().create_future()
         if self._released:
-            fut.cancel()
+            fut.set_result(None)
         else:
             self._waiters[request_id].add(fut)
+            if self._someone_waits is not None:
+                self._someone_waits.set()
         return fut
+
+    @property
+    def released(self) -> bool:
+        return self._released
 
     def release_waiters(self) -> None:
         """Shutting down: wake every long poll now (each answers with the request as it is)."""
         self._released = True
         for waiters in self._waiters.values():
             for fut in waiters:
-                fut.cancel()
+                if not fut.done():
+                    fut.set_result(None)
         self._waiters.clear()
 
-    def discard(self, request_id: str, fut: asyncio.Future[Request]) -> None:
+    def discard(self, request_id: str, fut: Waiter) -> None:
         waiters = self._waiters.get(request_id)
         if waiters is not None:
             waiters.discard(fut)
             if not waiters:
                 self._waiters.pop(request_id, None)
 
+    def waiting_count(self) -> int:
+        return sum(len(w) for w in self._waiters.values())
+
+    # the sink of changes made by other processes ---------------------------------------------
+    def waited_ids(self) -> list[str]:
+        """The ids somebody waits on now."""
+        return list(self._waiters)
+
+    async def until_waited(self) -> None:
+        """Return once somebody waits (at once when somebody does): a follower that only
+        serves waiters sleeps here, at no cost, while nobody waits."""
+        while not self._waiters:
+            if self._someone_waits is None:
+                self._someone_waits = asyncio.Event()
+            self._someone_waits.clear()
+            await self._someone_waits.wait()
+
+    def changed_elsewhere(self, request_ids: Iterable[str]) -> None:
+        """Requests changed in another process: their waiters read them again."""
+        self.version += 1
+        for request_id in request_ids:
+            for fut in self._waiters.pop(request_id, ()):
+                if not fut.done():
+                    fut.set_result(None)
+
+    def timer_elsewhere(self, request_id: str, at: datetime | None) -> None:
+        """Another process set the request's next timer instant (None: none, or closed)."""
+        for hook in self.on_timer:
+            hook(request_id, at)
+
+    def gap(self) -> None:
+        """Changes made elsewhere may have been missed (the follower reconnected)."""
+        self.version += 1
+        for hook in self.on_gap:
+            hook()
+
+    # subscribers -----------------------------------------------------------------------------
     def subscribe(self) -> asyncio.Queue[Request]:
         queue: asyncio.Queue[Request] = asyncio.Queue()
         self._subscribers.add(queue)

@@ -83,6 +83,10 @@ class TimerIndex:
         heapq.heappush(self._heap, (stamp, request_id))
         return True
 
+    def instant_of(self, request_id: str) -> float | None:
+        """The request's armed instant (epoch seconds), or None."""
+        return self._armed.get(request_id)
+
     def pop_due(self, now: float) -> list[str]:
         """Remove and return the ids whose instant is at or before `now`, earliest first."""
         out: list[str] = []
@@ -126,6 +130,8 @@ class Scheduler:
         """Rebuild the index from the store, start APScheduler, fire whatever is overdue."""
         self._stopping = False
         self.service.on_created.append(self.watch)
+        self.service.changes.on_timer.append(self.touch)  # other replicas' timers, as they change
+        self.service.changes.on_gap.append(self._resync_soon)
         await self.rebuild()
         if logging.getLogger("apscheduler").level == logging.NOTSET:
             logging.getLogger("apscheduler").setLevel(logging.WARNING)  # one line per wake-up otherwise
@@ -139,6 +145,10 @@ class Scheduler:
     async def stop(self) -> None:
         if self.watch in self.service.on_created:
             self.service.on_created.remove(self.watch)
+        if self.touch in self.service.changes.on_timer:
+            self.service.changes.on_timer.remove(self.touch)
+        if self._resync_soon in self.service.changes.on_gap:
+            self.service.changes.on_gap.remove(self._resync_soon)
         if self._aps is not None and self._aps.running:
             self._aps.shutdown(wait=False)
         self._aps = None
@@ -196,6 +206,20 @@ class Scheduler:
         except Exception:
             if not self._stopping:
                 log.exception("re-reading the timers from the store failed; trying again in %s", RESYNC)
+
+    def touch(self, request_id: str, at: datetime | None) -> None:
+        """Another replica armed, re-armed or cleared this request's timer (`at`: its next
+        instant as committed, None when it has none or closed): follow it at once."""
+        if self.index.arm(request_id, at):
+            self._arm()
+
+    def _resync_soon(self) -> None:
+        """Notifications were missed (a lost connection): re-read the timers due soon."""
+        if self._stopping or self._aps is None:
+            return
+        task = asyncio.get_running_loop().create_task(self._resync_guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def watch(self, request: Request) -> None:
         """A request was created or its timers changed: (re)arm it."""

@@ -463,28 +463,29 @@ class BridgeService:
         return updated
 
     async def wait_closed(self, request_id: str, wait_s: float) -> Request | None:
-        """Return the request once it is no longer open, or as it is after `wait_s` seconds."""
+        """Return the request once it is no longer open, or as it is after `wait_s` seconds.
+
+        Event-driven: the waiter is registered before the request is read (a change between
+        the read and the wait still wakes it) and then costs nothing until the request
+        changes here (`ChangeFeed.publish`) or elsewhere (the store's follower pokes it)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
         fut = self.changes.waiter(request_id)
         try:
             request = await self.store.get_request(request_id)
-            if request is None or not request.is_open:
-                return request
-            deadline = asyncio.get_running_loop().time() + wait_s
-            while True:
-                remaining = deadline - asyncio.get_running_loop().time()
+            while request is not None and request.is_open and not self.changes.released:
+                del request  # a parked waiter keeps no copy of the request (thousands may wait)
+                remaining = deadline - loop.time()
                 if remaining <= 0:
                     return await self.store.get_request(request_id)
-                # poll the store too: another replica or the CLI may have answered
-                done, _ = await asyncio.wait({fut}, timeout=min(remaining, 1.0))
-                if fut.cancelled():  # shutting down: answer now, the client asks again later
+                try:
+                    async with asyncio.timeout(remaining):  # one timer handle, no extra task or future
+                        changed = await fut
+                except TimeoutError:
                     return await self.store.get_request(request_id)
-                if done and not fut.result().is_open:
-                    return fut.result()
-                if done:
-                    fut = self.changes.waiter(request_id)
-                request = await self.store.get_request(request_id)
-                if request is None or not request.is_open:
-                    return request
+                fut = self.changes.waiter(request_id)  # before reading again: nothing slips between
+                request = changed if changed is not None else await self.store.get_request(request_id)
+            return request
         finally:
             self.changes.discard(request_id, fut)
 

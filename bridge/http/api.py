@@ -14,6 +14,7 @@ from bridge.errors import BridgeError
 from bridge.http.auth import api_responder, require_api_token
 from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import MAX_CONTEXT_DEPTH, RequestState
+from bridge.models import Request as BridgeRequest
 from bridge.ports import source_problems
 from bridge.service import BridgeService
 
@@ -81,13 +82,19 @@ async def list_requests(
 async def get_request(
     request: Request, request_id: str, wait: float = Query(default=0, ge=0, le=MAX_WAIT_S)
 ) -> dict[str, Any]:
+    # a long poll (wait > 0) is served by bridge.http.long_poll, leaner while it waits
     service = service_of(request)
     found = await service.wait_closed(request_id, wait) if wait else await service.get(request_id)
     if found is None:
         raise HTTPException(404, f"no request {request_id!r}")
+    return await request_detail(service, found)
+
+
+async def request_detail(service: BridgeService, found: BridgeRequest) -> dict[str, Any]:
+    """What GET /v1/requests/{id} answers: the request with its copies, deliveries and votes."""
     view = request_view(found)
-    view["posts"] = [post_view(p) for p in await service.store.list_posts(request_id)]
-    view["outbox"] = [outbox_view(o) for o in await service.store.list_outbox(request_id=request_id)]
+    view["posts"] = [post_view(p) for p in await service.store.list_posts(found.id)]
+    view["outbox"] = [outbox_view(o) for o in await service.store.list_outbox(request_id=found.id)]
     view.update(await votes_view(service, found))
     return view
 

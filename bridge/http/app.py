@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from starlette.routing import BaseRoute
 
 from bridge.config import Settings
-from bridge.http import api
+from bridge.http import api, long_poll
 from bridge.http.docs import install_docs
 from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
@@ -70,6 +70,7 @@ def create_app(
     metrics = Metrics(service)
     app.state.metrics = metrics
     app.include_router(api.router)
+    long_poll.install(app.router.routes)
     app.router.routes.extend(extra_routes)
     app.add_middleware(RequestGuard, settings=settings)  # Host, cross-site writes, throttles, docs
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from bridge.health import Check, Health, Status
 from bridge.models import Answer, Event, Post, Request, RequestState
@@ -71,6 +71,25 @@ def claim_holds(request: Request, expect: Mapping[str, Any] | None) -> bool:
     return request.is_open and all(getattr(request, key) == value for key, value in expect.items())
 
 
+class ChangeSink(Protocol):
+    """Where a store's follower reports what other processes commit (`bridge.notify.ChangeFeed`)."""
+
+    def waited_ids(self) -> list[str]:
+        """The ids somebody waits on now."""
+
+    async def until_waited(self) -> None:
+        """Return once somebody waits."""
+
+    def changed_elsewhere(self, request_ids: Iterable[str]) -> None:
+        """These requests changed: wake their waiters (they read them again)."""
+
+    def timer_elsewhere(self, request_id: str, at: datetime | None) -> None:
+        """The request's next timer instant is now `at` (None: no timer, or closed)."""
+
+    def gap(self) -> None:
+        """Changes may have been missed meanwhile (a lost connection): re-read what matters."""
+
+
 class Store(abc.ABC):
     """Everything the bridge remembers. Every method is atomic on its own."""
 
@@ -92,6 +111,20 @@ class Store(abc.ABC):
         """Tell the health registry (logged once per change, not once per request)."""
         if self.health is not None:
             self.health.failing("store", str(error), error.fix)
+
+    def follow(self, sink: ChangeSink) -> None:  # noqa: B027 - nobody else writes: nothing to follow
+        """Until `close()`, report to `sink` the changes other processes commit (another
+        replica, the CLI on the same file), so that their waiters wake. In-process changes
+        are published by the service itself."""
+
+    async def closed_among(self, request_ids: Sequence[str]) -> list[str]:
+        """The ids of `request_ids` whose request is no longer open (or gone)."""
+        out = []
+        for request_id in request_ids:
+            request = await self.get_request(request_id)
+            if request is None or not request.is_open:
+                out.append(request_id)
+        return out
 
     @abc.abstractmethod
     async def open(self) -> None:

@@ -21,8 +21,19 @@ import asyncpg
 
 from bridge.health import Check, Status
 from bridge.models import Answer, Event, Post, Request, RequestState
-from bridge.store.base import OutboxItem, OutboxStats, Store, StoreError, StoreFull, StoreUnavailable, Vote, claim_holds
+from bridge.store.base import (
+    ChangeSink,
+    OutboxItem,
+    OutboxStats,
+    Store,
+    StoreError,
+    StoreFull,
+    StoreUnavailable,
+    Vote,
+    claim_holds,
+)
 from bridge.store.codec import STUCK_DELIVERED, move
+from bridge.store.pg_follow import Follower
 from bridge.store.pg_lead import AdvisoryLeads
 from bridge.store.pg_rows import (
     POST_INSERT,
@@ -64,6 +75,8 @@ class PostgresStore(Store):
             "timeout": connect_timeout, "statement_cache_size": self.options.statement_cache_size,
             "server_settings": self.options.server_settings or None})
         self._recovery: asyncio.Task[None] | None = None
+        self.follower: Follower | None = None
+        self._following: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self.url)!r})"
@@ -84,7 +97,25 @@ class PostgresStore(Store):
             await self.close()
             raise
 
+    def follow(self, sink: ChangeSink) -> None:
+        if self._pool is None or self._following is not None:
+            return
+        self.follower = Follower(self.options.dsn, self._leads.connect, sink, self.closed_among, self.health)
+        self._following = asyncio.get_running_loop().create_task(self.follower.run(), name="store:follow")
+
+    async def closed_among(self, request_ids: Sequence[str]) -> list[str]:
+        ids = [encode_text(i) for i in request_ids]
+        async with self._conn() as conn:
+            still_open = {r[0] for r in await conn.fetch(
+                "SELECT id FROM requests WHERE id = ANY($1::text[]) AND state IN ('pending','posted')", ids)}
+        return [i for i, encoded in zip(request_ids, ids, strict=True) if encoded not in still_open]
+
     async def close(self) -> None:
+        following, self._following = self._following, None
+        if following is not None:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
         if self._recovery is not None:
             self._recovery.cancel()
             with contextlib.suppress(asyncio.CancelledError):

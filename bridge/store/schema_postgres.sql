@@ -76,3 +76,18 @@ CREATE TABLE IF NOT EXISTS kv (
   expires_at TIMESTAMPTZ,
   PRIMARY KEY (namespace, key)
 );
+-- every committed change of a request is announced to the replicas (bridge/store/pg_follow.py):
+-- pg_notify inside the writing transaction is delivered at commit, never for a rollback
+CREATE OR REPLACE FUNCTION hitl_bridge_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  next_at TIMESTAMPTZ := CASE WHEN NEW.state IN ('pending', 'posted')
+    THEN LEAST(NEW.deadline, NEW.next_reminder_at, NEW.next_escalation_at, NEW.step_due_at) END;
+BEGIN
+  PERFORM pg_notify(
+    'hitl_bridge.' || CASE WHEN octet_length(TG_TABLE_SCHEMA) <= 48 THEN TG_TABLE_SCHEMA ELSE md5(TG_TABLE_SCHEMA) END,
+    NEW.state || E'\t' || COALESCE(extract(epoch FROM next_at)::text, '') || E'\t' || NEW.id);
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS hitl_bridge_changed ON requests;
+CREATE TRIGGER hitl_bridge_changed AFTER INSERT OR UPDATE ON requests
+  FOR EACH ROW EXECUTE FUNCTION hitl_bridge_notify();

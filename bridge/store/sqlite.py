@@ -30,8 +30,9 @@ import aiosqlite
 
 from bridge.health import Check
 from bridge.models import Answer, Event, Post, Request, RequestState
-from bridge.store import sqlite_faults, sqlite_wal
+from bridge.store import sqlite_faults, sqlite_follow, sqlite_wal
 from bridge.store.base import (
+    ChangeSink,
     OutboxItem,
     OutboxStats,
     Store,
@@ -140,6 +141,37 @@ class SQLiteStore(Store):
         if self._db is not None:
             await self._db.close()
             self._db = None
+
+    # changes by other processes ----------------------------------------------------------------
+    def follow(self, sink: ChangeSink) -> None:
+        if self.in_memory or self._db is None:
+            return  # nobody else can write to it
+        self._upkeep.append(asyncio.create_task(
+            sqlite_follow.follow(self.data_version, self.closed_among, sink), name="store:follow"))
+
+    async def data_version(self) -> int:
+        """SQLite's data version as seen by the writing connection: it changes when another
+        connection (another process) commits, never for this connection's own commits."""
+        db = self._db
+        if db is None:
+            raise StoreError("store is not open")
+        row = await db._execute(lambda: db._conn.execute("PRAGMA data_version").fetchone())
+        return int(row[0])
+
+    async def closed_among(self, request_ids: Sequence[str]) -> list[str]:
+        ids = list(request_ids)
+
+        def txn(conn: sqlite3.Connection) -> list[str]:
+            found: list[str] = []
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                open_ids = {r[0] for r in conn.execute(
+                    f"SELECT id FROM requests WHERE id IN ({','.join('?' * len(chunk))}) "
+                    "AND state IN ('pending','posted')", chunk)}
+                found.extend(i for i in chunk if i not in open_ids)
+            return found
+
+        return await self._read(txn)
 
     # health -----------------------------------------------------------------------------
     async def check(self) -> Check:

@@ -36,16 +36,24 @@ async def step_all(clock: ManualClock, *replicas: Daemon, **delta: float) -> lis
     return list(fired)
 
 
+async def held(replica: Daemon, count: int, within: float = 10.0) -> None:
+    """Wait (with a deadline) until `replica`'s scheduler holds `count` timers."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while len(replica.scheduler.index) != count:
+        assert loop.time() < deadline, f"the replica holds {len(replica.scheduler.index)} timers, not {count}"
+        await asyncio.sleep(0.01)
+
+
 async def test_two_replicas_holding_the_same_timers_act_once(tmp_path: Path, postgres_url: str) -> None:
     clock = ManualClock()
     config = on(postgres_url, LADDER)
     async with bridge_on(tmp_path / "a", clock, config) as a, bridge_on(tmp_path / "b", clock, config) as b:
         rid = await create(a)
-        assert len(b.scheduler.index) == 0  # taken in by a after b started
-        assert await b.scheduler.resync() == 0  # its first timer is 10 minutes away: not yet
+        await held(b, 1)  # taken in by a after b started: b hears of its timer at once (NOTIFY)
+        assert await b.scheduler.resync() == 0  # nothing new for the periodic resync
         clock.advance(minutes=9, seconds=55)
-        assert await b.scheduler.resync() == 1  # due within the horizon: b holds it too
-        assert await b.scheduler.resync() == 0  # nothing new the second time
+        assert await b.scheduler.resync() == 0
 
         fired = await step_all(clock, a, b, seconds=5)  # 10m: reminder 1
         assert sum(fired) >= 1
@@ -73,7 +81,8 @@ async def test_a_request_whose_replica_stopped_gets_its_timers_from_another(tmp_
     async with bridge_on(tmp_path / "b", clock, config) as b:
         async with bridge_on(tmp_path / "a", clock, config) as a:
             rid = await create(a)
-        assert len(b.scheduler.index) == 0
+        await held(b, 1)  # heard of at once; now as if that notification had been missed:
+        b.scheduler.index.arm(rid, None)
         assert b.scheduler._aps is not None and b.scheduler._aps.get_job(RESYNC_JOB) is not None  # every 5 s
         clock.advance(minutes=10)
         await b.scheduler.resync()

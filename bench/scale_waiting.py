@@ -1,0 +1,274 @@
+"""Scale benchmark, waiting: what thousands of parked long polls cost, and how fast they wake.
+
+One daemon process (`hitl-bridge serve`, fresh SQLite store) takes N requests, then N clients
+long-poll them (`GET /v1/requests/{id}?wait=…`, raw asyncio streams from this process, one
+connection each) and nothing happens for a while:
+  - idle CPU of the daemon (% of one core over IDLE_S seconds, from /proc/<pid>/stat)
+  - RSS per waiter ((RSS with N parked polls - RSS before them) / N)
+  - wake-up: SAMPLES of the parked requests are answered one after another; the time from the
+    answer POST to that long poll's response arriving, p50 / p99
+Then two daemons on one fresh PostgreSQL database (replicas A and B): long polls parked on B,
+answers POSTed on A, time from each answer POST to the poll on B returning, p50 / p99.
+
+Usage: .venv/bin/python bench/scale_waiting.py [--quick]   (--quick: 1,000 waiters, shorter idle)
+PostgreSQL: HITL_BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres) is
+used to create and drop a database of its own; without a server the cross-replica rows say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import resource
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_core import BODY, free_port, pct, wait_up
+from scale_lib import Figure, table
+
+AREA = "waiting"
+WAIT_S = 110  # each long poll's wait (the API allows up to 120 s)
+PG_ADMIN = os.environ.get("HITL_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Daemon:
+    base: str
+    port: int
+    proc: subprocess.Popen[bytes]
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK  # utime + stime
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+
+def raise_fd_limit() -> int:
+    """Open-file limit up to the hard limit (inherited by the daemons started after)."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+@contextlib.asynccontextmanager
+async def daemon(store_url: str, tmp: Path, name: str) -> AsyncIterator[Daemon]:
+    port = free_port()
+    config = tmp / f"{name}.yaml"
+    config.write_text(f"store: {{url: '{store_url}'}}\n"
+                      f"http: {{listen: '127.0.0.1:{port}', max_connections: 15000}}\n"
+                      "sources: [{type: webhook}]\nlog_level: WARNING\n")
+    exe = Path(sys.executable).parent / "hitl-bridge"
+    with (tmp / f"{name}.log").open("w") as out:
+        proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            await wait_up(base)
+            yield Daemon(base, port, proc)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def create(base: str, count: int, concurrency: int = 16) -> list[str]:
+    ids: list[str] = []
+    numbers = iter(range(count))
+    tag = secrets.token_hex(4)
+    async with httpx.AsyncClient(base_url=base, timeout=60,
+                                 limits=httpx.Limits(max_connections=concurrency)) as http:
+        async def worker() -> None:
+            for i in numbers:
+                r = await http.post("/v1/requests", json={**BODY, "external_id": f"wait-{tag}-{i}"})
+                r.raise_for_status()
+                ids.append(r.json()["id"])
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return ids
+
+
+class Polls:
+    """One raw HTTP/1.1 connection per long poll; `returned[id]` is when its response arrived."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.returned: dict[str, float] = {}
+        self.done: dict[str, asyncio.Event] = {}
+        self.writers: list[asyncio.StreamWriter] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.sent = 0
+
+    async def park(self, ids: list[str], batch: int = 200) -> None:
+        for start in range(0, len(ids), batch):
+            await asyncio.gather(*(self._open(rid) for rid in ids[start:start + batch]))
+
+    async def _open(self, rid: str) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        self.writers.append(writer)
+        self.done[rid] = asyncio.Event()
+        writer.write(f"GET /v1/requests/{rid}?wait={WAIT_S} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        await writer.drain()
+        self.sent += 1
+        self.tasks.append(asyncio.ensure_future(self._read(rid, reader)))
+
+    async def _read(self, rid: str, reader: asyncio.StreamReader) -> None:
+        with contextlib.suppress(Exception):
+            await reader.readuntil(b"\r\n\r\n")
+            self.returned[rid] = time.perf_counter()
+        self.done[rid].set()
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        for writer in self.writers:
+            writer.close()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def wake_ups(answer_base: str, polls: Polls, ids: list[str]) -> list[float]:
+    """Answer each of `ids` in turn; ms from the answer POST to its poll's response."""
+    samples: list[float] = []
+    async with httpx.AsyncClient(base_url=answer_base, timeout=30) as http:
+        for rid in ids:
+            began = time.perf_counter()
+            r = await http.post(f"/v1/requests/{rid}/answer", json={"value": "yes"})
+            r.raise_for_status()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(polls.done[rid].wait(), timeout=5)
+            if rid in polls.returned:
+                samples.append((polls.returned[rid] - began) * 1000)
+            else:
+                samples.append(5000.0)  # not woken within 5 s: counted as 5 s
+    return samples
+
+
+async def settle(d: Daemon, seconds: float) -> None:
+    """Wait until the daemon's CPU use calms down (parked polls reach it), at most `seconds`."""
+    end = time.monotonic() + seconds
+    last = d.cpu_s()
+    while time.monotonic() < end:
+        await asyncio.sleep(1.0)
+        now = d.cpu_s()
+        if now - last < 0.3:
+            return
+        last = now
+
+
+async def sqlite_waiting(waiters: int, idle_s: float, samples: int) -> list[Figure]:
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        async with daemon(f"sqlite:///{tmp}/bridge.db", tmp, "daemon") as d:
+            ids = await create(d.base, waiters)
+            await settle(d, 10)
+            rss_before = d.rss_kib()
+            polls = Polls(d.port)
+            try:
+                await polls.park(ids)
+                await settle(d, 20)
+                await asyncio.sleep(2)
+                rss_parked = d.rss_kib()
+                cpu0, t0 = d.cpu_s(), time.monotonic()
+                await asyncio.sleep(idle_s)
+                idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
+                early = sum(1 for rid in ids if rid in polls.returned)
+                wake = await wake_ups(d.base, polls, ids[:samples])
+            finally:
+                await polls.close()
+    per_waiter = (rss_parked - rss_before) / waiters
+    n = f"{waiters:,}"
+    return [
+        Figure(AREA, f"idle CPU, {n} long polls (SQLite, {idle_s:.0f} s)", f"{idle:.1f} % of a core", "≈ 0 (≤ 5 %)",
+               idle <= 5),
+        Figure(AREA, f"RSS per waiter, {n} long polls", f"{per_waiter:.1f} KiB ({rss_before // 1024} → "
+               f"{rss_parked // 1024} MiB)", "a few KiB (≤ 8)", per_waiter <= 8),
+        Figure(AREA, f"wake-up answer → long poll, p50 ({len(wake)} of {n})", f"{pct(wake, 0.5):.1f} ms",
+               "ms (≤ 10)", pct(wake, 0.5) <= 10),
+        Figure(AREA, f"wake-up answer → long poll, p99 ({len(wake)} of {n})", f"{pct(wake, 0.99):.1f} ms",
+               "ms", None),
+        *([Figure(AREA, "long polls that returned before any answer", str(early), "0", early == 0)] if early else []),
+    ]
+
+
+@contextlib.asynccontextmanager
+async def pg_database() -> AsyncIterator[str]:
+    name = f"hitl_bench_wake_{secrets.token_hex(4)}"
+    admin = await asyncpg.connect(PG_ADMIN, timeout=5)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    parts = urllib.parse.urlsplit(PG_ADMIN)
+    try:
+        yield urllib.parse.urlunsplit(parts._replace(path=f"/{name}", query=""))
+    finally:
+        admin = await asyncpg.connect(PG_ADMIN, timeout=5)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+async def cross_replica(samples: int) -> list[Figure]:
+    try:
+        async with pg_database() as url, contextlib.AsyncExitStack() as stack:
+            with tempfile.TemporaryDirectory() as tmp_name:
+                tmp = Path(tmp_name)
+                a = await stack.enter_async_context(daemon(url, tmp, "a"))
+                b = await stack.enter_async_context(daemon(url, tmp, "b"))
+                ids = await create(a.base, samples)
+                polls = Polls(b.port)
+                try:
+                    await polls.park(ids)
+                    await asyncio.sleep(1.5)  # every poll reaches B and parks
+                    wake = await wake_ups(a.base, polls, ids)
+                finally:
+                    await polls.close()
+    except (OSError, asyncpg.PostgresError) as exc:
+        return [Figure(AREA, "cross-replica wake-up (PostgreSQL)", f"not measured: {exc}", "p50 ≤ 50 ms", None)]
+    return [
+        Figure(AREA, f"cross-replica wake-up A → B, p50 ({len(wake)}, PostgreSQL)", f"{pct(wake, 0.5):.1f} ms",
+               "≤ 50 ms", pct(wake, 0.5) <= 50),
+        Figure(AREA, f"cross-replica wake-up A → B, p99 ({len(wake)}, PostgreSQL)", f"{pct(wake, 0.99):.1f} ms",
+               "ms", None),
+    ]
+
+
+async def measure(quick: bool) -> list[Figure]:
+    raise_fd_limit()
+    waiters = 1_000 if quick else 10_000
+    figures = await sqlite_waiting(waiters, idle_s=5 if quick else 10, samples=100 if quick else 200)
+    figures += await cross_replica(50 if quick else 200)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="1,000 waiters, 5 s idle, fewer samples")
+    args = parser.parse_args()
+    print(table(asyncio.run(measure(args.quick))))
+
+
+if __name__ == "__main__":
+    main()
