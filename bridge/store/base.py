@@ -55,6 +55,22 @@ class OutboxItem:
 
 
 @dataclass(frozen=True)
+class TimerRow:
+    """An open request's earliest timer as the store keeps it (`requests.next_at`): all the
+    scheduler needs to arm it. `resume`: a restart must look at the request whole (an
+    escalation level reached or a timer step claimed)."""
+
+    request_id: str
+    at: datetime
+    resume: bool
+
+
+#: a closed request may be pruned (with what belongs to it) once its outcome needs nothing more:
+#: no outbox entry left waiting or dead (an undelivered outcome is kept)
+PRUNABLE_STATES = ("cancelled", "delivered", "expired", "failed")
+
+
+@dataclass(frozen=True)
 class Vote:
     request_id: str
     voter: str  # responder key "platform:user_id"
@@ -281,6 +297,19 @@ class Store(abc.ABC):
         (for the scheduler)."""
 
     @abc.abstractmethod
+    async def timer_rows(self, *, after: tuple[datetime, str] | None = None, limit: int = 5000) -> list[TimerRow]:
+        """One page of every open request's earliest timer, in (instant, id) order after
+        `after` (a keyset cursor: the last row of the previous page). From an index: no
+        request body is read."""
+
+    @abc.abstractmethod
     async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
         """(id, earliest timer instant) of open requests with a timer at or before `before`
         (replicas re-read these to pick up requests another replica took in)."""
+
+    # retention ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
+        """Delete up to `limit` closed requests last changed before `before` whose outcome
+        needs nothing more (PRUNABLE_STATES, no outbox entry pending or dead), with their
+        events, posts, votes and outbox entries, in one short transaction. Returns how many."""
