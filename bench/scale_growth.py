@@ -1,0 +1,374 @@
+"""Scale, growth: everything stays flat as the store grows (issue 19). Prints figures; asserts nothing.
+
+    .venv/bin/python bench/scale_growth.py [--quick] [--code /work/main]
+
+Stores are seeded with bulk SQL inserts of realistic rows (a request body as the bridge
+writes it, one audit event each), not through the API: 0 requests, 100,000 open (posted,
+each with a deadline days away), and 100,000 open + 1,000,000 closed (delivered,
+cancelled, expired, failed over the past year). `--quick` uses 10× smaller sizes. Seeded
+files are cached in ~/.cache/hitl-bridge/bench (keyed by the sizes and the schema) and
+copied for each run.
+
+Against a real daemon process (`hitl-bridge serve`, SQLite, an open loopback inbox):
+- p50 of `GET /v1/requests` (first page, open states), `GET /inbox`, `GET /inbox/live` and
+  `GET /metrics` at each size (target: ≤ 50 ms, and ≤ 2× the time at 1,000 open: the
+  smallest store that fills a page; the empty store's time is shown too);
+- a restart with the 100,000 open timed requests: process start → `/readyz` 200 (≤ 2 s),
+  and its RSS then (≤ 150 MiB);
+- intake (16 clients) at 100,000 open, with and without an inbox tab polling
+  `/inbox/live` every second (no drop beyond noise);
+and in process, pruning (`store.retain_closed`) of the 1,000,000 closed: requests removed
+per second, in batches of 500.
+
+`--code DIR` runs the daemon from another checkout (e.g. /work/main, to measure "before").
+The machine is shared: figures move with its load (printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import os
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.scale_lib import Figure, table  # noqa: E402
+from bridge.models import Answer, Question, QuestionKind, Request, RequestState, Responder  # noqa: E402
+from bridge.store.sqlite import SQLiteStore  # noqa: E402
+from bridge.store.sqlite_rows import migrate  # noqa: E402
+
+CACHE = Path.home() / ".cache" / "hitl-bridge" / "bench"
+SEED_VERSION = "1"
+#: the size "flat" compares with: a full first page (the empty store shows no rows at all)
+REFERENCE = "1,000 open"
+PAGE_READS = 15  # GETs per endpoint per size (p50 of these)
+INTAKE_CLIENTS = 16
+ENDPOINTS = {
+    "GET /v1/requests": "/v1/requests?state=pending&state=posted&limit=100",
+    "GET /inbox": "/inbox",
+    "GET /inbox/live": "/inbox/live",
+    "GET /metrics": "/metrics",
+}
+INTAKE_BODY = {"title": "Deploy api to production?", "description": "Build 4711 passed. Roll it out?",
+               "questions": [{"id": "ok", "kind": "confirm", "prompt": "Deploy?"}],
+               "context": {"service": "api", "commit": "9f1c2ab"}}
+
+
+def mib(n: float) -> str:
+    return f"{n / 1024 / 1024:.0f} MiB"
+
+
+# seeding --------------------------------------------------------------------------------------
+def _template(state: RequestState, answered: bool) -> str:
+    """A body as the bridge stores it, with markers for what differs per row."""
+    created = datetime(2001, 1, 1, 1, 1, 1, 111111, tzinfo=UTC)
+    deadline = datetime(2002, 2, 2, 2, 2, 2, 222222, tzinfo=UTC)
+    request = Request(
+        id="r_MARKERID", source="webhook", external_id="ext-MARKERID", title="Deploy api build MARKERID to production?",
+        description="Build passed all checks; the canary has been healthy for 30 minutes.\n\n"
+                    "- p99 latency 84 ms\n- error rate 0.02 %\n\nRoll it out to every region?",
+        questions=[Question(id="ok", kind=QuestionKind.confirm, prompt="Deploy to production?")],
+        context={"service": "api", "commit": "9f1c2ab4e5d6", "pipeline": "https://ci.example.com/p/4711",
+                 "changes": ["fix retry budget", "raise pool size", "log request ids"]},
+        route="deploys", targets=["web"], state=state, created_at=created, updated_at=created,
+        deadline=deadline if state in (RequestState.posted, RequestState.pending) else None,
+        responders=["web:local"],
+    )
+    if answered:
+        request.answer = Answer(values={"ok": True}, responder=Responder(platform="web", user_id="ana", name="Ana"),
+                                via="web", answered_at=created)
+
+    text = request.model_dump_json()
+    return text.replace(_iso(created), "MARKERCREATED").replace(_iso(deadline), "MARKERDEADLINE")
+
+
+def _iso(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def _ts(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def _rows(count: int, closed: bool, now: datetime, start: int) -> list[tuple[object, ...]]:
+    states = [RequestState.delivered, RequestState.delivered, RequestState.cancelled, RequestState.expired,
+              RequestState.failed] if closed else [RequestState.posted]
+    templates = {s: _template(s, s is RequestState.delivered) for s in states}
+    out = []
+    for i in range(start, start + count):
+        state = states[i % len(states)]
+        if closed:
+            created = now - timedelta(seconds=random.uniform(3600, 365 * 86400))
+            deadline = None
+        else:
+            created = now - timedelta(seconds=random.uniform(0, 86400))
+            deadline = now + timedelta(seconds=random.uniform(86400, 30 * 86400))
+        updated = created + timedelta(seconds=random.uniform(1, 600)) if closed else created
+        rid = f"{i:012d}"
+        body = (templates[state].replace("MARKERID", rid).replace("MARKERCREATED", _iso(created))
+                .replace("MARKERDEADLINE", _iso(deadline) if deadline else ""))
+        out.append((f"r_{rid}", "webhook", f"ext-{rid}", state.value, "deploys", _ts(created), _ts(updated),
+                    _ts(deadline) if deadline else None, body))
+    return out
+
+
+def seed(path: Path, open_count: int, closed_count: int) -> None:
+    """Create the store's schema, then insert the rows in big transactions."""
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("BEGIN")
+    migrate(conn)
+    conn.execute("COMMIT")
+    now = datetime.now(UTC)
+    random.seed(19)
+    step = 50_000
+    for closed, total in ((True, closed_count), (False, open_count)):
+        base = 0 if not closed else open_count
+        for start in range(0, total, step):
+            rows = _rows(min(step, total - start), closed, now, base + start)
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
+                             "deadline, body) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+            conn.executemany("INSERT INTO events (request_id, at, kind, actor, data) VALUES (?,?,?,?,?)",
+                             [(r[0], r[5], "created", "webhook", '{"route": "deploys"}') for r in rows])
+            conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def seeded(open_count: int, closed_count: int) -> Path:
+    """A cached seeded store for these sizes (made once per schema)."""
+    schema = (ROOT / "bridge" / "store" / "schema_sqlite.sql").read_bytes()
+    key = hashlib.sha256(schema + SEED_VERSION.encode()).hexdigest()[:10]
+    path = CACHE / f"growth-{open_count}-{closed_count}-{key}.db"
+    if not path.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        for stale in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+            stale.unlink(missing_ok=True)
+        began = time.perf_counter()
+        seed(partial, open_count, closed_count)
+        partial.rename(path)
+        print(f"  seeded {open_count:,} open + {closed_count:,} closed in {time.perf_counter() - began:.0f} s",
+              file=sys.stderr)
+    return path
+
+
+# the daemon -------------------------------------------------------------------------------------
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_of(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+@contextlib.asynccontextmanager
+async def daemon(db: Path, tmp: Path, code: Path | None) -> AsyncIterator[tuple[str, int, float]]:
+    """`hitl-bridge serve` on a copy-free store file; yields (base url, pid, seconds to /readyz 200)."""
+    port = free_port()
+    config = tmp / "bench.yaml"
+    config.write_text(
+        f"store: {{url: 'sqlite:///{db}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\nweb: {{}}\n"
+        "sources: [{type: webhook}]\nlog_level: WARNING\n"
+        "routes:\n  - {name: deploys, notify: [web], timeout: 7d}\n")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    log = (tmp / "daemon.log").open("a")
+    began = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from bridge.cli import main; sys.exit(main())",
+                             "-c", str(config), "serve"], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession() as client:
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"the daemon ended ({proc.returncode}); see {tmp / 'daemon.log'}")
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with client.get(f"{base}/readyz") as r:
+                        if r.status == 200:
+                            break
+                if time.perf_counter() - began > 300:
+                    raise RuntimeError("the daemon was not ready within 300 s")
+                await asyncio.sleep(0.02)
+        yield base, proc.pid, time.perf_counter() - began
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+async def p50_ms(client: aiohttp.ClientSession, url: str, n: int = PAGE_READS) -> float:
+    samples = []
+    for _ in range(2):  # warm up
+        async with client.get(url) as r:
+            await r.read()
+    for _ in range(n):
+        began = time.perf_counter()
+        async with client.get(url) as r:
+            await r.read()
+            if r.status != 200:
+                raise RuntimeError(f"{url}: {r.status}")
+        samples.append((time.perf_counter() - began) * 1000)
+    return statistics.median(samples)
+
+
+async def intake(base: str, total: int, tab: bool) -> tuple[float, float]:
+    """Requests/s and p99 ms of `total` creates by INTAKE_CLIENTS clients (an inbox tab polling
+    /inbox/live every second meanwhile when `tab`)."""
+    latencies: list[float] = []
+    counter = iter(range(total))
+    stop = asyncio.Event()
+    async with aiohttp.ClientSession(base, connector=aiohttp.TCPConnector(limit=INTAKE_CLIENTS + 2)) as client:
+        async def poll() -> None:
+            while not stop.is_set():
+                async with client.get("/inbox/live") as r:
+                    await r.read()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 1.0)
+
+        async def worker() -> None:
+            for i in counter:
+                began = time.perf_counter()
+                body = {**INTAKE_BODY, "external_id": f"intake-{tab}-{i}-{time.time_ns()}"}
+                async with client.post("/v1/requests", json=body) as r:
+                    await r.read()
+                    if r.status != 201:
+                        raise RuntimeError(f"intake: {r.status}")
+                latencies.append((time.perf_counter() - began) * 1000)
+
+        poller = asyncio.create_task(poll()) if tab else None
+        began = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(INTAKE_CLIENTS)))
+        elapsed = time.perf_counter() - began
+        stop.set()
+        if poller is not None:
+            await poller
+    latencies.sort()
+    return total / elapsed, latencies[int(len(latencies) * 0.99)]
+
+
+async def prune_rate(db: Path, seconds: float) -> tuple[float, int]:
+    """Requests pruned per second (batches of 500) for up to `seconds`, retention 90 days."""
+    store = SQLiteStore(db)
+    await store.open()
+    try:
+        if not hasattr(store, "prune_closed"):
+            return 0.0, 0
+        before = datetime.now(UTC) - timedelta(days=90)
+        pruned = 0
+        began = time.perf_counter()
+        while time.perf_counter() - began < seconds:
+            n = await store.prune_closed(before, limit=500)
+            pruned += n
+            if n < 500:
+                break
+        return pruned / (time.perf_counter() - began), pruned
+    finally:
+        await store.close()
+
+
+def work_copy(source: Path, tmp: Path) -> Path:
+    target = tmp / "bridge.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(source, target)
+    return target
+
+
+# the figures ------------------------------------------------------------------------------------
+async def measure(quick: bool, code: Path | None = None) -> list[Figure]:
+    open_n, closed_n = (10_000, 100_000) if quick else (100_000, 1_000_000)
+    sizes = [("0", 0, 0), (REFERENCE, 1_000, 0), (f"{open_n:,} open", open_n, 0),
+             (f"{open_n:,} open + {closed_n:,} closed", open_n, closed_n)]
+    figures: list[Figure] = []
+    times: dict[str, dict[str, float]] = {}
+    restart: tuple[float, int] | None = None
+    intake_rates: dict[bool, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="scale-growth-") as name:
+        tmp = Path(name)
+        for label, o, c in sizes:
+            db = work_copy(seeded(o, c), tmp)
+            async with daemon(db, tmp, code) as (base, pid, ready_s):
+                if o and not c:
+                    await asyncio.sleep(1.0)  # settle: what it holds, not a peak while starting
+                    restart = (ready_s, rss_of(pid))
+                async with aiohttp.ClientSession(base) as client:
+                    times[label] = {name: await p50_ms(client, url) for name, url in ENDPOINTS.items()}
+                if o and not c:
+                    total = 1_000 if quick else 4_000
+                    intake_rates[False] = await intake(base, total, tab=False)
+                    intake_rates[True] = await intake(base, total, tab=True)
+        db = work_copy(seeded(open_n, closed_n), tmp)
+        rate, pruned = await prune_rate(db, 5.0 if quick else 15.0)
+    small = times[REFERENCE]
+    for name in ENDPOINTS:
+        for label, _o, _c in sizes:
+            ms = times[label][name]
+            if label in ("0", REFERENCE):
+                figures.append(Figure("growth", f"{name} p50, {label if label != '0' else 'empty store'}",
+                                      f"{ms:.1f} ms", "≤ 50 ms", ms <= 50))
+            else:
+                figures.append(Figure("growth", f"{name} p50, {label}", f"{ms:.1f} ms",
+                                      f"≤ 2× 1,000 open ({2 * small[name]:.1f} ms), ≤ 50 ms",
+                                      ms <= 2 * small[name] and ms <= 50))
+    if restart is not None:
+        ready_s, rss = restart
+        figures.append(Figure("growth", f"restart with {open_n:,} open timed: to /readyz 200", f"{ready_s:.2f} s",
+                              "≤ 2 s", ready_s <= 2.0))
+        figures.append(Figure("growth", f"restart with {open_n:,} open timed: RSS after", mib(rss), "≤ 150 MiB",
+                              rss <= 150 * 1024 * 1024))
+    if intake_rates:
+        (alone, alone_p99), (with_tab, tab_p99) = intake_rates[False], intake_rates[True]
+        figures.append(Figure("growth", f"intake at {open_n:,} open, no inbox tab",
+                              f"{alone:,.0f}/s, p99 {alone_p99:.0f} ms", "-"))
+        figures.append(Figure("growth", f"intake at {open_n:,} open, an inbox tab polling 1/s",
+                              f"{with_tab:,.0f}/s, p99 {tab_p99:.0f} ms", "≥ 90 % of without",
+                              with_tab >= 0.9 * alone))
+    figures.append(Figure("growth", f"pruning closed past 90d ({closed_n:,} closed), batches of 500",
+                          f"{rate:,.0f} requests/s ({pruned:,} pruned)", "-"))
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10× smaller stores")
+    parser.add_argument("--code", type=Path, help="run the daemon from this checkout (e.g. /work/main)")
+    args = parser.parse_args()
+    load = os.getloadavg()
+    figures = asyncio.run(measure(args.quick, args.code))
+    print(table(figures))
+    print(f"(load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores)")
+
+
+if __name__ == "__main__":
+    main()
