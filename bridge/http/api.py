@@ -16,6 +16,7 @@ from bridge.http.views import event_view, outbox_view, post_view, request_view, 
 from bridge.models import MAX_CONTEXT_DEPTH, RequestState
 from bridge.ports import source_problems
 from bridge.service import BridgeService
+from bridge.store.query import RequestQuery
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["requests"])
 
@@ -62,6 +63,9 @@ async def list_sources(request: Request) -> dict[str, Any]:
     return {"sources": out}
 
 
+MAX_OFFSET = 100_000  # deeper pages: `before` (an offset is read past, a keyset is not)
+
+
 @router.get("/requests")
 async def list_requests(
     request: Request,
@@ -69,12 +73,24 @@ async def list_requests(
     source: str | None = None,
     route: str | None = None,
     limit: int = Query(default=100, ge=1, le=1000),
-    offset: int = Query(default=0, ge=0),
+    offset: int = Query(default=0, ge=0, le=MAX_OFFSET),
+    before: str | None = Query(default=None, max_length=200),
 ) -> dict[str, Any]:
-    rows = await service_of(request).store.list_requests(
-        states=state, source=source, route=route, limit=limit, offset=offset
-    )
-    return {"requests": [request_view(r) for r in rows]}
+    """Newest first. Page on with `before=<next>` (each page costs the same however far in);
+    `offset` is kept for small skips."""
+    store = service_of(request).store
+    cursor = None
+    if before:
+        anchor = await store.get_request(before)
+        if anchor is None:
+            raise HTTPException(400, f"before: no request {before!r}")
+        cursor = (anchor.created_at, anchor.id)
+    query = RequestQuery(states=tuple(state or ()), source=source or None, route=route or None, before=cursor)
+    rows = await store.find_requests(query, limit=limit, offset=offset)
+    page: dict[str, Any] = {"requests": [request_view(r) for r in rows]}
+    if len(rows) == limit:
+        page["next"] = rows[-1].id
+    return page
 
 
 @router.get("/requests/{request_id}")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -146,6 +146,18 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
         """The requests `query` matches, newest first (search and "waiting for me" lists)."""
+
+    async def pages(self, query: RequestQuery, *, size: int = 500) -> AsyncIterator[list[Request]]:
+        """Every request `query` matches, newest first, a page at a time (keyset paging: each
+        page costs the same however far in, and a request that changes state meanwhile
+        makes no other one skipped or seen twice)."""
+        while True:
+            page = await self.find_requests(query, limit=size)
+            if page:
+                yield page
+            if len(page) < size:
+                return
+            query = replace(query, before=(page[-1].created_at, page[-1].id))
 
     @abc.abstractmethod
     async def count_requests(self, query: RequestQuery) -> dict[str, int]:

@@ -10,10 +10,12 @@ both stores (PostgreSQL also folds other letters).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from bridge.models import RequestState
+from bridge.store.codec import ts
 
 MAX_TEXT = 200
 MAX_ENTRIES = 200
@@ -32,6 +34,8 @@ class RequestQuery:
     responders_any: tuple[str, ...] = ()
     #: none of these voters has a vote recorded on the request (quorum votes)
     not_voted_by: tuple[str, ...] = ()
+    #: a keyset cursor: only requests listed after this (created_at, id) in the newest-first order
+    before: tuple[datetime, str] | None = None
 
     def __post_init__(self) -> None:
         if self.text is not None and len(self.text) > MAX_TEXT:
@@ -81,6 +85,9 @@ def sqlite_where(query: RequestQuery) -> tuple[list[str], list[Any]]:
         where.append("NOT EXISTS (SELECT 1 FROM votes WHERE votes.request_id = requests.id "
                      f"AND votes.voter IN ({','.join('?' * len(voters))}))")
         args.extend(voters)
+    if query.before is not None:
+        where.append("(created_at, id) < (?, ?)")
+        args.extend([ts(query.before[0]), query.before[1]])
     return where, args
 
 
@@ -127,6 +134,8 @@ def postgres_where(query: RequestQuery, args: list[Any], *, encode: Any = str) -
         voters = sorted({encode(v) for v in query.not_voted_by})
         where.append(f"NOT EXISTS (SELECT 1 FROM votes WHERE votes.request_id = requests.id "
                      f"AND votes.voter = ANY({arg(voters)}::text[]))")
+    if query.before is not None:
+        where.append(f"(created_at, id) < ({arg(query.before[0])}::timestamptz, {arg(encode(query.before[1]))}::text)")
     return where
 
 
@@ -141,7 +150,7 @@ _NEWEST = "ORDER BY created_at DESC, id DESC"
 
 def is_plain(query: RequestQuery) -> bool:
     """Only states (and voters): the counts kept by the store's triggers answer it."""
-    return not (query.source or query.route or query.text or query.responders_any)
+    return not (query.source or query.route or query.text or query.responders_any or query.before)
 
 
 def _is_state(state: str) -> str:
@@ -157,8 +166,7 @@ def _rows_wanted(limit: int, offset: int) -> tuple[int, int, int]:
 def sqlite_page(query: RequestQuery, *, limit: int, offset: int) -> tuple[str, list[Any]]:
     """SQL selecting the ids of one page of `query`, newest first (SQLite)."""
     limit, offset, wanted = _rows_wanted(limit, offset)
-    where, args = sqlite_where(RequestQuery(source=query.source, route=query.route, text=query.text,
-                                            responders_any=query.responders_any, not_voted_by=query.not_voted_by))
+    where, args = sqlite_where(replace(query, states=()))
     states = sorted({s.value for s in query.states})
     if len(states) <= 1:
         terms = [_is_state(states[0]), *where] if states else where
@@ -174,9 +182,7 @@ def postgres_page(query: RequestQuery, *, limit: int, offset: int, encode: Any =
     """The same for PostgreSQL (`$n` arguments)."""
     limit, offset, wanted = _rows_wanted(limit, offset)
     args: list[Any] = []
-    where = postgres_where(RequestQuery(source=query.source, route=query.route, text=query.text,
-                                        responders_any=query.responders_any, not_voted_by=query.not_voted_by),
-                           args, encode=encode)
+    where = postgres_where(replace(query, states=()), args, encode=encode)
     args.extend([limit, offset])
     tail = f"{_NEWEST} LIMIT ${len(args) - 1} OFFSET ${len(args)}"
     states = sorted({s.value for s in query.states})
