@@ -48,7 +48,7 @@ from bridge.store.pg_rows import (
     write_args,
 )
 from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode_opt, encode_text, redact_url
-from bridge.store.query import RequestQuery, is_plain, postgres_page, postgres_where
+from bridge.store.query import RequestQuery, is_plain, pg_parsed, postgres_page, postgres_where
 
 # what a dropped connection looks like (server restart, failover, admin kill)
 _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError,
@@ -56,6 +56,8 @@ _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, async
 _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
 _DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
 RECHECK_S = 5.0
+#: over the parsed body `x` (NULL when the body cannot be parsed in SQL: then Python decides)
+_HAS_ANSWER = "jsonb_typeof(x->'answer') = 'object'"
 
 
 class PostgresStore(Store):
@@ -414,10 +416,18 @@ class PostgresStore(Store):
             return request if moved else None
 
     async def heal_deliveries(self, now: datetime) -> list[str]:
+        # found without locking anything (an expired request with no answer stays `expired`
+        # for good: there may be many), then each one re-checked under its row lock
+        async with self._conn() as conn:
+            found = [r[0] for r in await conn.fetch(
+                f"SELECT id FROM requests WHERE id IN ({STUCK_DELIVERED}) AND {pg_parsed(_HAS_ANSWER)} IS NOT FALSE")]
         healed = []
         async with self._txn() as conn:
-            for row in await conn.fetch(STUCK_DELIVERED + " FOR UPDATE"):
-                request = load_body(await conn.fetchval("SELECT body FROM requests WHERE id=$1", row[0]))
+            for rid in found:
+                row = await conn.fetchrow(f"{STUCK_DELIVERED} AND id=$1 FOR UPDATE", rid)
+                if row is None:
+                    continue
+                request = load_body(await conn.fetchval("SELECT body FROM requests WHERE id=$1", rid))
                 if request.answer is None:
                     continue
                 before = request.state.value

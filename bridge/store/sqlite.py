@@ -519,9 +519,16 @@ class SQLiteStore(Store):
         return await self._run(txn)
 
     async def heal_deliveries(self, now: datetime) -> list[str]:
+        # found on the read connection (an expired request with no answer stays `expired` for
+        # good: there may be many, and no write waits meanwhile), then each re-checked in the write
+        found = await self._read(lambda c: [r[0] for r in c.execute(
+            f"{STUCK_DELIVERED} AND json_type(body, '$.answer') = 'object'")])
+
         def txn(conn: sqlite3.Connection) -> list[str]:
             healed = []
-            for (request_id,) in conn.execute(STUCK_DELIVERED).fetchall():
+            for request_id in found:
+                if conn.execute(f"{STUCK_DELIVERED} AND id=?", (request_id,)).fetchone() is None:
+                    continue
                 request = _locked(conn, request_id)
                 if request is None or request.answer is None:
                     continue
@@ -533,7 +540,7 @@ class SQLiteStore(Store):
                 healed.append(request_id)
             return healed
 
-        return await self._run(txn)
+        return await self._run(txn) if found else []
 
     async def outbox_stats(self) -> OutboxStats:
         def txn(conn: sqlite3.Connection) -> OutboxStats:
