@@ -4,8 +4,8 @@ events, copies, votes and outbox entries.
 Only what needs nothing more goes: a request cancelled, delivered, expired or failed, last
 changed before the cut-off, with no write-back waiting or dead-lettered (see
 `Store.prune_closed`). Never an open request, never an undelivered outcome. The work is
-done in small batches (BATCH per transaction, a short pause between them), so intake and
-answers go on meanwhile; a run starts at start-up and then every EVERY. With replicas
+done in small batches (BATCH per transaction, then a pause YIELD times as long as the batch
+took), so intake and answers go on meanwhile; a run starts at start-up and then every EVERY. With replicas
 (PostgreSQL) one of them prunes: the one holding the `retention` role.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -23,7 +24,8 @@ log = logging.getLogger("hitl_bridge.retention")
 
 ROLE = "retention"
 BATCH = 500  # requests per transaction
-PAUSE_S = 0.02  # between batches: writers waiting for the store go first
+PAUSE_S = 0.02  # the least pause between batches
+YIELD = 9.0  # ...and at least this many times as long as the batch took: pruning takes ≤ 1/10 of the writer
 EVERY = timedelta(minutes=10)
 
 
@@ -41,14 +43,16 @@ class Retention:
         before = self.clock.now() - self.keep
         total = 0
         while True:
+            began = time.perf_counter()
             n = await self.store.prune_closed(before, limit=BATCH)
+            took = time.perf_counter() - began
             total += n
             self.pruned += n
             if n and self.on_pruned is not None:
                 self.on_pruned(n)
             if n < BATCH:
                 break
-            await asyncio.sleep(PAUSE_S)
+            await asyncio.sleep(max(PAUSE_S, YIELD * took))  # intake and answers go first
         if total:
             log.info("retention: pruned %d closed request(s) last changed before %s (store.retain_closed: %s)",
                      total, before.isoformat(timespec="seconds"), self.keep)

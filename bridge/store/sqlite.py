@@ -703,11 +703,11 @@ def _plain_counts(conn: sqlite3.Connection, query: RequestQuery) -> dict[str, in
     """By state from the kept counts, less the requests one of `query.not_voted_by` voted on."""
     wanted = {s.value for s in query.states}
     counts = {s: n for s, n in _counts(conn).items() if not wanted or s in wanted}
-    if query.not_voted_by and counts:
-        voters = sorted(set(query.not_voted_by))
+    if query.not_voted_by and counts:  # CROSS JOIN: from the votes of these voters (ix_votes_voter), never
+        voters = sorted(set(query.not_voted_by))  # from every request in a state
         states = sorted(counts)
         voted = conn.execute(
-            "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v JOIN requests r ON r.id = v.request_id "
+            "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v CROSS JOIN requests r ON r.id = v.request_id "
             f"WHERE v.voter IN ({','.join('?' * len(voters))}) AND r.state IN ({','.join('?' * len(states))}) "
             "GROUP BY r.state", [*voters, *states]).fetchall()
         for state, n in voted:
