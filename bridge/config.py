@@ -53,7 +53,8 @@ class StoreSettings(_Strict):
     @field_validator("retain_closed", mode="before")
     @classmethod
     def _off(cls, value: object) -> object:
-        return None if value in ("off", "never", False) else value
+        off = value is False or (isinstance(value, str) and value.strip().lower() in ("off", "never"))
+        return None if off else value
 
     @field_validator("url")
     @classmethod

@@ -58,14 +58,20 @@ class Retention:
                      total, before.isoformat(timespec="seconds"), self.keep)
         return total
 
+    async def tick(self) -> int | None:
+        """One round: prune when this process holds the role (None when another one does)."""
+        try:
+            if not await self.store.try_lead(ROLE):
+                return None
+            return await self.run_once()
+        except StoreError as exc:  # reported by the store; tried again next round
+            log.warning("retention: pruning stopped: %s; trying again in %s", exc, EVERY)
+        except Exception:
+            log.exception("retention: pruning failed; trying again in %s", EVERY)
+        return 0
+
     async def run(self) -> None:
-        """Run now and every EVERY until cancelled (only while holding the role)."""
+        """A round now and every EVERY until cancelled."""
         while True:
-            try:
-                if await self.store.try_lead(ROLE):
-                    await self.run_once()
-            except StoreError as exc:  # reported by the store; tried again next round
-                log.warning("retention: pruning stopped: %s; trying again in %s", exc, EVERY)
-            except Exception:
-                log.exception("retention: pruning failed; trying again in %s", EVERY)
+            await self.tick()
             await asyncio.sleep(EVERY.total_seconds())
