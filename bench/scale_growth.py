@@ -293,6 +293,109 @@ def work_copy(source: Path, tmp: Path) -> Path:
     return target
 
 
+# PostgreSQL (in process: the store calls the list, inbox, metrics and start-up make) ----------
+async def pg_seeded(admin_url: str, open_count: int, closed_count: int) -> str:
+    """A store url on a schema seeded once with these sizes (kept between runs)."""
+    import asyncpg
+
+    from bridge.store.pg_rows import SCHEMA_DIGEST
+    from bridge.store.postgres import PostgresStore
+
+    schema = f"growth_{open_count}_{closed_count}_{SCHEMA_DIGEST[:8]}_{SEED_VERSION}"
+    sep = "&" if "?" in admin_url else "?"
+    url = f"{admin_url}{sep}search_path={schema}"
+    admin = await asyncpg.connect(admin_url)
+    try:
+        if await admin.fetchval("SELECT 1 FROM information_schema.schemata WHERE schema_name=$1", schema):
+            if await admin.fetchval(f'SELECT to_regclass(\'"{schema}".seeded\')') is not None:
+                return url
+            await admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await admin.execute(f'CREATE SCHEMA "{schema}"')
+    finally:
+        await admin.close()
+    store = PostgresStore(url)
+    await store.open()
+    await store.close()
+    conn = await asyncpg.connect(admin_url, server_settings={"search_path": schema})
+    began = time.perf_counter()
+    try:
+        now = datetime.now(UTC)
+        random.seed(19)
+        for closed, total in ((True, closed_count), (False, open_count)):
+            span = (3600.0, 365 * 86400.0) if closed else (0.0, 3600.0)
+            instants = sorted(now - timedelta(seconds=random.uniform(*span)) for _ in range(total))
+            base = 0 if closed else closed_count
+            for start in range(0, total, 50_000):
+                rows = [(*r[:5], *(datetime.fromisoformat(str(t)) if t else None for t in r[5:8]), r[8])
+                        for r in _rows(instants[start:start + 50_000], closed, now, base + start)]
+                await conn.copy_records_to_table("requests", records=rows, columns=[
+                    "id", "source", "external_id", "state", "route", "created_at", "updated_at", "deadline", "body"])
+                await conn.copy_records_to_table("events", records=[
+                    (r[0], r[5], "created", "webhook", '{"route": "deploys"}') for r in rows],
+                    columns=["request_id", "at", "kind", "actor", "data"])
+        await conn.execute("ANALYZE")
+        await conn.execute("CREATE TABLE seeded (at timestamptz)")
+    finally:
+        await conn.close()
+    print(f"  seeded PostgreSQL {open_count:,} open + {closed_count:,} closed in "
+          f"{time.perf_counter() - began:.0f} s", file=sys.stderr)
+    return url
+
+
+async def pg_figures(admin_url: str, quick: bool) -> list[Figure]:
+    from bridge.models import OPEN_STATES
+    from bridge.store.postgres import PostgresStore
+    from bridge.store.query import RequestQuery
+
+    open_n, closed_n = (10_000, 100_000) if quick else (100_000, 1_000_000)
+    sizes = [(REFERENCE, 1_000, 0), (f"{open_n:,} open + {closed_n:,} closed", open_n, closed_n)]
+    calls = {
+        "open page (100)": lambda s: s.find_requests(RequestQuery(states=tuple(OPEN_STATES)), limit=100),
+        "counts by state": lambda s: s.count_by_state(),
+        "'waiting for me' count": lambda s: s.count_requests(RequestQuery(states=tuple(sorted(OPEN_STATES)),
+                                                                          not_voted_by=("web:local",))),
+        "timer rows page (1,000)": lambda s: s.timer_rows(limit=1000),
+    }
+    times: dict[str, dict[str, float]] = {}
+    arm_all: float = 0.0
+    for label, o, c in sizes:
+        store = PostgresStore(await pg_seeded(admin_url, o, c))
+        await store.open()
+        try:
+            times[label] = {}
+            for name, call in calls.items():
+                for _ in range(2):
+                    await call(store)
+                samples = []
+                for _ in range(PAGE_READS):
+                    began = time.perf_counter()
+                    await call(store)
+                    samples.append((time.perf_counter() - began) * 1000)
+                times[label][name] = statistics.median(samples)
+            if c:
+                began, after, armed = time.perf_counter(), None, 0
+                while True:
+                    page = await store.timer_rows(after=after, limit=5000)
+                    armed += len(page)
+                    if len(page) < 5000:
+                        break
+                    after = (page[-1].at, page[-1].request_id)
+                arm_all = time.perf_counter() - began
+        finally:
+            await store.close()
+    figures = []
+    small, big = times[REFERENCE], times[sizes[1][0]]
+    for name in calls:
+        figures.append(Figure("growth", f"PostgreSQL {name}, {REFERENCE}", f"{small[name]:.1f} ms", "≤ 50 ms",
+                              small[name] <= 50))
+        figures.append(Figure("growth", f"PostgreSQL {name}, {sizes[1][0]}", f"{big[name]:.1f} ms",
+                              f"≤ 2× 1,000 open ({2 * small[name]:.1f} ms), ≤ 50 ms",
+                              big[name] <= max(2 * small[name], 1.0) and big[name] <= 50))
+    figures.append(Figure("growth", f"PostgreSQL: every timer row at start ({open_n:,} open)",
+                          f"{arm_all:.2f} s", "≤ 2 s", arm_all <= 2))
+    return figures
+
+
 # the figures ------------------------------------------------------------------------------------
 async def measure(quick: bool, code: Path | None = None) -> list[Figure]:
     open_n, closed_n = (10_000, 100_000) if quick else (100_000, 1_000_000)
@@ -365,9 +468,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="10× smaller stores")
     parser.add_argument("--code", type=Path, help="run the daemon from this checkout (e.g. /work/main)")
+    parser.add_argument("--postgres", metavar="URL", nargs="?", const="postgresql://postgres@127.0.0.1:5432/test",
+                        help="also time the store calls on PostgreSQL (schemas seeded once, kept)")
     args = parser.parse_args()
     load = os.getloadavg()
     figures = asyncio.run(measure(args.quick, args.code))
+    if args.postgres:
+        figures += asyncio.run(pg_figures(args.postgres, args.quick))
     print(table(figures))
     print(f"(load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores)")
 

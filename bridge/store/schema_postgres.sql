@@ -95,6 +95,8 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS ix_outbox_due ON outbox(due_at) WHERE NOT done AND NOT dead;
 CREATE INDEX IF NOT EXISTS ix_outbox_failing ON outbox(source) WHERE NOT done AND NOT dead AND attempts > 0;
 CREATE INDEX IF NOT EXISTS ix_outbox_request ON outbox(request_id);
+-- what is not done yet (pending or dead), for /metrics and the dead letters: not every entry ever delivered
+CREATE INDEX IF NOT EXISTS ix_outbox_open ON outbox(dead) WHERE NOT done;
 CREATE TABLE IF NOT EXISTS votes (
   request_id TEXT NOT NULL,
   voter TEXT NOT NULL,
