@@ -17,6 +17,7 @@ from bridge.config import Duration
 from bridge.models import OPEN_STATES, Request
 from bridge.ports import DeliveryError, RequestSink
 from bridge.store.base import Store
+from bridge.store.query import RequestQuery
 
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
 
@@ -112,18 +113,12 @@ class PolledEngineSource:
         """Open requests from earlier runs, so withdrawals are noticed after a restart too."""
         if self.store is None:
             return
-        offset = 0
-        while True:
-            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500,
-                                                   offset=offset)
+        async for batch in self.store.pages(RequestQuery(states=tuple(OPEN_STATES), source=self.name)):
             for request in batch:
                 scope = self.scope_of(request)
                 if scope is not None and request.external_id:
                     self.known.setdefault(scope, set()).add(request.external_id)
                     self.remember(request)
-            if len(batch) < 500:
-                return
-            offset += 500
 
 
 def error_text(reply: httpx.Response) -> str:

@@ -46,6 +46,15 @@ class _Strict(BaseModel):
 
 class StoreSettings(_Strict):
     url: str = "sqlite:///./.hitl-bridge/bridge.db"
+    #: prune closed requests (cancelled, delivered, expired, failed; outcome delivered) last
+    #: changed longer ago than this, with their events; None (the default): keep everything
+    retain_closed: Duration | None = None
+
+    @field_validator("retain_closed", mode="before")
+    @classmethod
+    def _off(cls, value: object) -> object:
+        off = value is False or (isinstance(value, str) and value.strip().lower() in ("off", "never"))
+        return None if off else value
 
     @field_validator("url")
     @classmethod

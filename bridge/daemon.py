@@ -29,6 +29,7 @@ from bridge.ports import Channel, Clock, Source
 from bridge.preflight import check_targets, switched_off
 from bridge.registry import build_channels, build_sources
 from bridge.reload import read_new_config
+from bridge.retention import Retention
 from bridge.router import Router
 from bridge.scheduler import Scheduler
 from bridge.service import BridgeService
@@ -120,6 +121,10 @@ class Daemon:
             await channel.start(self.service)
         self._tasks.append(asyncio.create_task(self.outbox.run(), name="outbox"))
         await self.scheduler.start()
+        if self.settings.store.retain_closed is not None:
+            retention = Retention(self.store, self.settings.store.retain_closed, self.clock,
+                                  on_pruned=self.instruments.pruned.inc)
+            self._tasks.append(asyncio.create_task(retention.run(), name="retention"))
         for source in self.sources:
             watch = SourceWatch(source, self.service.health)  # restarts it; reports source:<name>
             self._tasks.append(asyncio.create_task(watch.run(self.service), name=f"source:{source.name}"))

@@ -24,6 +24,7 @@ import httpx
 
 from bridge.clock import SystemClock
 from bridge.config import Settings
+from bridge.durations import format_duration
 from bridge.errors import ConfigError
 from bridge.models import utcnow
 from bridge.ports import Channel, Source
@@ -115,6 +116,7 @@ async def _store(store: Store, settings: Settings, findings: list[Finding]) -> b
                              "check disk space, file permissions (SQLite) or the user's grants (PostgreSQL)"))
         return True
     findings.append(ok("store", f"{where} writable ({sum(counts.values())} request(s))"))
+    findings.append(_retention(settings, counts))
     try:
         dead = await store.list_outbox(dead=True)
     except Exception as exc:
@@ -127,6 +129,22 @@ async def _store(store: Store, settings: Settings, findings: list[Finding]) -> b
     else:
         findings.append(ok("deliveries", "none dead-lettered"))
     return True
+
+
+#: closed requests kept beyond this many with no retention set: doctor suggests one
+MANY_CLOSED = 1_000_000
+
+
+def _retention(settings: Settings, counts: dict[str, int]) -> Finding:
+    keep = settings.store.retain_closed
+    closed = sum(n for state, n in counts.items() if state not in ("pending", "posted"))
+    if keep is not None:
+        return ok("retention", f"closed requests last changed over {format_duration(keep)} ago are pruned "
+                               f"({closed:,} closed now; metric hitl_requests_pruned)")
+    if closed > MANY_CLOSED:
+        return warn("retention", f"off: {closed:,} closed requests kept",
+                    "set store.retain_closed (e.g. 90d) to prune closed requests past it")
+    return ok("retention", f"off: closed requests are kept ({closed:,}); store.retain_closed prunes them")
 
 
 def _missing_sqlite(url: str) -> Finding | None:

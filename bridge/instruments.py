@@ -43,6 +43,8 @@ class Instruments:
                                "1 when the last reload was applied (or none was tried), 0 when it was refused",
                                registry=registry)
         self.reload_ok.set(1)
+        self.pruned = Counter("hitl_requests_pruned", "Closed requests removed past store.retain_closed "
+                              "(with their events, copies, votes and outbox entries)", registry=registry)
         self.time_to_answer = Histogram("hitl_time_to_answer_seconds", "From created to the final answer "
                                         "by a person (not by timeout), by route", ["route"],
                                         buckets=TIME_TO_ANSWER_BUCKETS, registry=registry)

@@ -49,6 +49,7 @@ WAKE_JOB = "hitl-bridge-timers"
 RESYNC_JOB = "hitl-bridge-timers-resync"
 RESYNC = timedelta(seconds=5)  # shared stores: how often the timers due soon are re-read
 RETRY_AFTER = timedelta(seconds=1)  # a timer whose action failed (store busy...) is retried
+REBUILD_PAGE = 5000  # compact timer rows read per query at start
 PARALLEL = 16  # due requests handled side by side (their store calls queue up together)
 
 
@@ -160,33 +161,46 @@ class Scheduler:
             pass
 
     async def rebuild(self) -> int:
-        """Index every open request that has a timer; finish the steps a crash cut short."""
+        """Index every open request that has a timer, from the store's compact timer rows
+        (id + instant, read page by page along an index: no request is loaded whole); finish
+        the steps a crash cut short (only those requests are loaded, in the background)."""
         self.index.clear()
-        timed = await self.service.store.list_timed()
-        unfinished = []
-        for request in timed:
-            self.index.arm(request.id, next_instant(request))
-            if request.escalation_level or request.timer_steps:
-                unfinished.append(request)
+        store = self.service.store
+        after: tuple[datetime, str] | None = None
+        count = 0
+        unfinished: list[str] = []
+        while True:
+            page = await store.timer_rows(after=after, limit=REBUILD_PAGE)
+            for row in page:
+                self.index.arm(row.request_id, row.at)
+                if row.resume:
+                    unfinished.append(row.request_id)
+            count += len(page)
+            if len(page) < REBUILD_PAGE:
+                break
+            after = (page[-1].at, page[-1].request_id)
         if unfinished:
             self.service.background(self._resume_all(unfinished), "resume timer steps")
         log.info("timers rebuilt from the store: %d open request(s) with timers", len(self.index))
-        return len(timed)
+        return count
 
-    async def _resume_all(self, requests: list[Request]) -> None:
+    async def _resume_all(self, request_ids: list[str]) -> None:
         """Steps claimed before a restart: on a store no other process uses, their claimer
         was this daemon's previous run, so they are taken over now rather than when their
         lease ends. On a shared store another replica may be working on them: the lease decides."""
         now = self.clock.now()
-        for request in requests:
+        for request_id in request_ids:
             try:
+                request = await self.service.store.get_request(request_id)
+                if request is None or not request.is_open:
+                    continue
                 current = request
                 if not self.service.store.shared:
                     for step in request.timer_steps:
                         current = await self.actions.take_over(current, step, now)
                 await self.actions.repost_escalated(current)
             except Exception:
-                log.exception("resuming the timer steps of %s failed", request.id)
+                log.exception("resuming the timer steps of %s failed", request_id)
 
     async def resync(self) -> int:
         """Arm the timers the store has due within two RESYNC periods (requests another

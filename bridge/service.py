@@ -32,6 +32,7 @@ from bridge.people import People
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
 from bridge.store.base import Store, StoreError, Vote
+from bridge.store.query import RequestQuery
 from bridge.timers import initial_timers
 
 log = logging.getLogger("hitl_bridge")
@@ -219,14 +220,16 @@ class BridgeService:
 
     async def repost_pending(self) -> int:
         """At start: post requests stored but never shown (a crash between store and post)."""
-        pending = await self.store.list_requests(states=[RequestState.pending], limit=10_000)
-        for request in pending:
-            posts = await self.store.list_posts(request.id)
-            shown = {p.target for p in posts if p.ok}
-            missing = [t for t in self.expand_targets(request.targets) if t not in shown]
-            if missing:
-                self.background(self.post(request, missing), f"repost {request.id}")
-        return len(pending)
+        count = 0
+        async for page in self.store.pages(RequestQuery(states=(RequestState.pending,))):  # a page at a time
+            for request in page:
+                posts = await self.store.list_posts(request.id)
+                shown = {p.target for p in posts if p.ok}
+                missing = [t for t in self.expand_targets(request.targets) if t not in shown]
+                if missing:
+                    self.background(self.post(request, missing), f"repost {request.id}")
+            count += len(page)
+        return count
 
     # BridgeAPI --------------------------------------------------------------------------
     async def get(self, request_id: str) -> Request | None:

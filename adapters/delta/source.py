@@ -33,6 +33,7 @@ from bridge.doctor import Finding, fail, ok
 from bridge.errors import BridgeError
 from bridge.models import OPEN_STATES, RequestState
 from bridge.ports import Outcome, RequestSink
+from bridge.store.query import RequestQuery
 
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
@@ -380,10 +381,7 @@ class DeltaSource:
         store = getattr(self._sink, "store", None)
         if store is None:
             return
-        offset = 0
-        while True:
-            batch = await store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500,
-                                              offset=offset)
+        async for batch in store.pages(RequestQuery(states=tuple(OPEN_STATES), source=self.name)):
             for request in batch:
                 try:
                     mailbox = mailbox_from_ref(request.source_ref)
@@ -395,9 +393,6 @@ class DeltaSource:
                     still = True  # unreadable right now (being rewritten? hung?): the scan decides
                 if not still and request.external_id:
                     await self._withdraw(request.external_id, GONE_REASON, str(request.source_ref.get("mailbox")))
-            if len(batch) < 500:
-                return
-            offset += 500
 
     async def _refresh_watcher(self, *, tidy: bool = False) -> None:
         """Bring the watched folders up to date (`tidy`: also fold new ones into the large

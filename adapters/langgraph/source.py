@@ -29,6 +29,7 @@ from bridge.models import OPEN_STATES, Question, QuestionKind, RequestIn
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.registry import AdapterContext
 from bridge.store.base import Store
+from bridge.store.query import RequestQuery
 
 log = logging.getLogger(__name__)
 
@@ -173,19 +174,12 @@ class LangGraphSource:
         self._seeded = True
         if self.store is None:
             return
-        offset = 0
-        while True:
-            page = await self.store.list_requests(
-                states=list(OPEN_STATES), source=self.name, limit=500, offset=offset
-            )
+        async for page in self.store.pages(RequestQuery(states=tuple(OPEN_STATES), source=self.name)):
             for request in page:
                 ref = request.source_ref
                 thread_id, interrupt_id = ref.get("thread_id"), ref.get("interrupt_id")
                 if isinstance(thread_id, str) and isinstance(interrupt_id, str):
                     self._known.setdefault(thread_id, set()).add(interrupt_id)
-            if len(page) < 500:
-                return
-            offset += 500
 
     def _submission(
         self, info: ThreadInfo, interrupt_id: str, value: Any

@@ -31,6 +31,7 @@ from bridge.http.auth import token_ok
 from bridge.models import OPEN_STATES, Request
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
+from bridge.store.query import RequestQuery
 
 log = logging.getLogger("hitl_bridge.teal")
 NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,100}$"
@@ -182,18 +183,13 @@ class TealSource:
             return body
         assert isinstance(body, WithdrawIntake) and self.sink is not None and self.store is not None
         withdrawn: list[str] = []
-        offset = 0
-        while True:
-            batch = await self.store.list_requests(states=list(OPEN_STATES), source=self.name, limit=500, offset=offset)
+        async for batch in self.store.pages(RequestQuery(states=tuple(OPEN_STATES), source=self.name)):
             for req in batch:
                 ref = req.source_ref
                 if ref.get("task_id") == body.task_id and ref.get("request_id") == body.request_id and req.external_id:
                     done = await self.sink.withdraw(self.name, req.external_id, "resolved in Teal Agents")
                     if done is not None:
                         withdrawn.append(done.id)
-            if len(batch) < 500:
-                break
-            offset += 500
         return JSONResponse({"withdrawn": withdrawn})
 
     # -- writing back -------------------------------------------------------------------

@@ -17,6 +17,7 @@ from bridge.models import MAX_CONTEXT_DEPTH, RequestState
 from bridge.models import Request as BridgeRequest
 from bridge.ports import source_problems
 from bridge.service import BridgeService
+from bridge.store.query import RequestQuery
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["requests"])
 
@@ -71,11 +72,23 @@ async def list_requests(
     route: str | None = None,
     limit: int = Query(default=100, ge=1, le=1000),
     offset: int = Query(default=0, ge=0),
+    before: str | None = Query(default=None, max_length=200),
 ) -> dict[str, Any]:
-    rows = await service_of(request).store.list_requests(
-        states=state, source=source, route=route, limit=limit, offset=offset
-    )
-    return {"requests": [request_view(r) for r in rows]}
+    """Newest first. Page on with `before=<next>`: each page costs the same however far in,
+    while an `offset` is read past (kept for small skips)."""
+    store = service_of(request).store
+    cursor = None
+    if before:
+        anchor = await store.get_request(before)
+        if anchor is None:
+            raise HTTPException(400, f"before: no request {before!r}")
+        cursor = (anchor.created_at, anchor.id)
+    query = RequestQuery(states=tuple(state or ()), source=source or None, route=route or None, before=cursor)
+    rows = await store.find_requests(query, limit=limit, offset=offset)
+    page: dict[str, Any] = {"requests": [request_view(r) for r in rows]}
+    if len(rows) == limit:
+        page["next"] = rows[-1].id
+    return page
 
 
 @router.get("/requests/{request_id}")

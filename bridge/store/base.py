@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
@@ -52,6 +52,22 @@ class OutboxItem:
     created_at: datetime
     last_error: str | None
     dead: bool
+
+
+@dataclass(frozen=True)
+class TimerRow:
+    """An open request's earliest timer as the store keeps it (`requests.next_at`): all the
+    scheduler needs to arm it. `resume`: a restart must look at the request whole (an
+    escalation level reached or a timer step claimed)."""
+
+    request_id: str
+    at: datetime
+    resume: bool
+
+
+#: a closed request may be pruned (with what belongs to it) once its outcome needs nothing more:
+#: no outbox entry left waiting or dead (an undelivered outcome is kept)
+PRUNABLE_STATES = ("cancelled", "delivered", "expired", "failed")
 
 
 @dataclass(frozen=True)
@@ -163,6 +179,18 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
         """The requests `query` matches, newest first (search and "waiting for me" lists)."""
+
+    async def pages(self, query: RequestQuery, *, size: int = 500) -> AsyncIterator[list[Request]]:
+        """Every request `query` matches, newest first, a page at a time (keyset paging: each
+        page costs the same however far in, and a request that changes state meanwhile
+        makes no other one skipped or seen twice)."""
+        while True:
+            page = await self.find_requests(query, limit=size)
+            if page:
+                yield page
+            if len(page) < size:
+                return
+            query = replace(query, before=(page[-1].created_at, page[-1].id))
 
     @abc.abstractmethod
     async def count_requests(self, query: RequestQuery) -> dict[str, int]:
@@ -314,6 +342,19 @@ class Store(abc.ABC):
         (for the scheduler)."""
 
     @abc.abstractmethod
+    async def timer_rows(self, *, after: tuple[datetime, str] | None = None, limit: int = 5000) -> list[TimerRow]:
+        """One page of every open request's earliest timer, in (instant, id) order after
+        `after` (a keyset cursor: the last row of the previous page). From an index: no
+        request body is read."""
+
+    @abc.abstractmethod
     async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
         """(id, earliest timer instant) of open requests with a timer at or before `before`
         (replicas re-read these to pick up requests another replica took in)."""
+
+    # retention ----------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
+        """Delete up to `limit` closed requests last changed before `before` whose outcome
+        needs nothing more (PRUNABLE_STATES, no outbox entry pending or dead), with their
+        events, posts, votes and outbox entries, in one short transaction. Returns how many."""

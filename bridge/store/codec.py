@@ -33,8 +33,16 @@ def request_columns(request: Request) -> dict[str, object]:
         "next_reminder_at": ts(request.next_reminder_at),
         "next_escalation_at": ts(request.next_escalation_at),
         "step_due_at": ts(request.step_due_at),
+        "resume": int(resumes(request)),
         "body": request.model_dump_json(),
     }
+
+
+def resumes(request: Request) -> bool:
+    """An open request a restart must look at whole: an escalation level reached or a timer
+    step claimed (`Scheduler.rebuild` re-posts or takes those over); every other timer is
+    armed from its id and instant alone."""
+    return request.is_open and (request.escalation_level > 0 or bool(request.timer_steps))
 
 
 def move(request: Request, to_state: RequestState, now: datetime, *, answer: Answer | None = None,
@@ -63,3 +71,4 @@ STUCK_DELIVERED = (
 
 def load_request(body: str) -> Request:
     return Request.model_validate_json(body)
+

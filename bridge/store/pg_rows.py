@@ -15,8 +15,9 @@ import asyncpg
 
 from bridge.models import Event, Post, Request
 from bridge.store.base import OutboxItem, StoreError
-from bridge.store.codec import SCHEMA_VERSION
+from bridge.store.codec import SCHEMA_VERSION, resumes
 from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_text
+from bridge.store.query import pg_parsed as _pg_parsed
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
 SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
@@ -56,12 +57,31 @@ async def migrate(conn: asyncpg.Connection) -> None:
             await conn.execute("ALTER TABLE outbox ADD COLUMN source TEXT")
             await conn.execute("UPDATE outbox o SET source=r.source FROM requests r WHERE r.id=o.request_id "
                                "AND NOT o.done")
+        if not await _has_column(conn, "requests", "resume"):
+            await conn.execute("ALTER TABLE requests ADD COLUMN resume BOOLEAN NOT NULL DEFAULT FALSE")
+            await conn.execute(f"UPDATE requests SET resume=TRUE WHERE state IN ('pending','posted') AND "
+                               f"{_pg_parsed(RESUME_TEST)}")
+        if not await _has_column(conn, "requests", "next_at"):  # rewrites the table once
+            await conn.execute(f"ALTER TABLE requests ADD COLUMN next_at TIMESTAMPTZ GENERATED ALWAYS AS "
+                               f"({NEXT_AT_SQL}) STORED")
+    counted = await conn.fetchval("SELECT to_regclass('request_counts')") is not None
     await conn.execute(SCHEMA)
+    if not counted:  # new: counted from the rows once (the triggers, created above, hold writers off meanwhile)
+        await conn.execute("INSERT INTO request_counts (state, shard, n) SELECT state, 0, COUNT(*) FROM requests "
+                           "GROUP BY state")
     await conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', $1), ('schema_digest', $2) "
         "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
         str(SCHEMA_VERSION), SCHEMA_DIGEST,
     )
+
+
+#: `requests.next_at` as schema_postgres.sql defines it (for adding it to an older database)
+NEXT_AT_SQL = ("CASE WHEN state IN ('pending','posted') "
+               "THEN LEAST(deadline, next_reminder_at, next_escalation_at, step_due_at) END")
+#: over the parsed body `x`: an escalation level reached or a timer step claimed
+RESUME_TEST = ("COALESCE((x->>'escalation_level')::int > 0, FALSE) "
+               "OR COALESCE(jsonb_array_length(x->'timer_steps') > 0, FALSE)")
 
 
 async def _has_column(conn: asyncpg.Connection, table: str, column: str) -> bool:
@@ -72,9 +92,9 @@ async def _has_column(conn: asyncpg.Connection, table: str, column: str) -> bool
 
 UPDATE_REQUEST = (
     "UPDATE requests SET state=$2, route=$3, updated_at=$4, deadline=$5, next_reminder_at=$6, "
-    "next_escalation_at=$7, body=$8, step_due_at=$9 WHERE id=$1"
+    "next_escalation_at=$7, body=$8, step_due_at=$9, resume=$10 WHERE id=$1"
 )
-UPDATE_ARGS = 9  # how many parameters UPDATE_REQUEST takes (write_args)
+UPDATE_ARGS = 10  # how many parameters UPDATE_REQUEST takes (write_args)
 
 
 def event_insert(n: int, source: str = "") -> str:
@@ -99,7 +119,7 @@ def write_args(request: Request) -> tuple[Any, ...]:
     return (
         encode_text(request.id), request.state.value, encode_text(request.route), request.updated_at,
         request.deadline, request.next_reminder_at, request.next_escalation_at, encode_text(request.model_dump_json()),
-        request.step_due_at,
+        request.step_due_at, resumes(request),
     )
 
 

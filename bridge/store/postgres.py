@@ -22,6 +22,7 @@ import asyncpg
 from bridge.health import Check, Status
 from bridge.models import Answer, Event, Post, Request, RequestState
 from bridge.store.base import (
+    PRUNABLE_STATES,
     ChangeSink,
     OutboxItem,
     OutboxStats,
@@ -29,10 +30,11 @@ from bridge.store.base import (
     StoreError,
     StoreFull,
     StoreUnavailable,
+    TimerRow,
     Vote,
     claim_holds,
 )
-from bridge.store.codec import STUCK_DELIVERED, move
+from bridge.store.codec import STUCK_DELIVERED, move, resumes
 from bridge.store.pg_follow import Follower
 from bridge.store.pg_lead import AdvisoryLeads
 from bridge.store.pg_rows import (
@@ -48,7 +50,7 @@ from bridge.store.pg_rows import (
     write_args,
 )
 from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode_opt, encode_text, redact_url
-from bridge.store.query import RequestQuery, postgres_where
+from bridge.store.query import RequestQuery, is_plain, pg_parsed, postgres_page, postgres_where
 
 # what a dropped connection looks like (server restart, failover, admin kill)
 _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError,
@@ -56,6 +58,8 @@ _LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, async
 _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
 _DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
 RECHECK_S = 5.0
+#: over the parsed body `x` (NULL when the body cannot be parsed in SQL: then Python decides)
+_HAS_ANSWER = "jsonb_typeof(x->'answer') = 'object'"
 
 
 class PostgresStore(Store):
@@ -206,15 +210,15 @@ class PostgresStore(Store):
         async with self._conn() as conn:
             inserted = await conn.fetchval(
                 "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
-                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at) "
-                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12) "
+                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at, resume) "
+                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
                 "  ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id), "
-                f"ev AS ({event_insert(13, 'FROM ins')}) "
+                f"ev AS ({event_insert(14, 'FROM ins')}) "
                 "SELECT id FROM ins",
                 encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
                 request.state.value, encode_text(request.route), request.created_at, request.updated_at,
                 request.deadline, request.next_reminder_at, request.next_escalation_at,
-                encode_text(request.model_dump_json()), request.step_due_at, *event_args(event),
+                encode_text(request.model_dump_json()), request.step_due_at, resumes(request), *event_args(event),
             )
             if inserted is not None:
                 return request, True
@@ -248,42 +252,25 @@ class PostgresStore(Store):
         limit: int = 100,
         offset: int = 0,
     ) -> list[Request]:
-        where: list[str] = []
-        args: list[Any] = []
-        if states:
-            args.append([s.value for s in states])
-            where.append(f"state = ANY(${len(args)}::text[])")
-        if source:
-            args.append(encode_text(source))
-            where.append(f"source=${len(args)}")
-        if route:
-            args.append(encode_text(route))
-            where.append(f"route=${len(args)}")
-        sql = "SELECT body FROM requests"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        args.extend([min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)])  # any int from the API fits
-        sql += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
-        async with self._conn() as conn:
-            rows = await conn.fetch(sql, *args)
-        return [load_body(r[0]) for r in rows]
+        query = RequestQuery(states=tuple(states or ()), source=source or None, route=route or None)
+        return await self.find_requests(query, limit=limit, offset=offset)
 
     async def count_by_state(self) -> dict[str, int]:
         async with self._conn() as conn:
-            rows = await conn.fetch("SELECT state, COUNT(*) FROM requests GROUP BY state")
-        return {r[0]: int(r[1]) for r in rows}
+            return await _counts(conn)
 
     async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
-        args: list[Any] = []
-        where = postgres_where(query, args, encode=encode_text)
-        sql = "SELECT body FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
-        args.extend([min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)])
-        sql += f" ORDER BY created_at DESC, id DESC LIMIT ${len(args) - 1} OFFSET ${len(args)}"
+        sql, args = postgres_page(query, limit=limit, offset=offset, encode=encode_text)
         async with self._conn() as conn:
-            rows = await conn.fetch(sql, *args)
-        return [load_body(r[0]) for r in rows]
+            ids = [r[0] for r in await conn.fetch(sql, *args)]
+            rows = await conn.fetch("SELECT id, body FROM requests WHERE id = ANY($1::text[])", ids) if ids else []
+        bodies = {r[0]: r[1] for r in rows}
+        return [load_body(bodies[i]) for i in ids if i in bodies]
 
     async def count_requests(self, query: RequestQuery) -> dict[str, int]:
+        if is_plain(query):
+            async with self._conn() as conn:
+                return await _plain_counts(conn, query)
         args: list[Any] = []
         where = postgres_where(query, args, encode=encode_text)
         sql = "SELECT state, COUNT(*) FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
@@ -451,10 +438,18 @@ class PostgresStore(Store):
             return request if moved else None
 
     async def heal_deliveries(self, now: datetime) -> list[str]:
+        # found without locking anything (an expired request with no answer stays `expired`
+        # for good: there may be many), then each one re-checked under its row lock
+        async with self._conn() as conn:
+            found = [r[0] for r in await conn.fetch(
+                f"SELECT id FROM requests WHERE id IN ({STUCK_DELIVERED}) AND {pg_parsed(_HAS_ANSWER)} IS NOT FALSE")]
         healed = []
         async with self._txn() as conn:
-            for row in await conn.fetch(STUCK_DELIVERED + " FOR UPDATE"):
-                request = load_body(await conn.fetchval("SELECT body FROM requests WHERE id=$1", row[0]))
+            for rid in found:
+                row = await conn.fetchrow(f"{STUCK_DELIVERED} AND id=$1 FOR UPDATE", rid)
+                if row is None:
+                    continue
+                request = load_body(await conn.fetchval("SELECT body FROM requests WHERE id=$1", rid))
                 if request.answer is None:
                     continue
                 before = request.state.value
@@ -568,22 +563,39 @@ class PostgresStore(Store):
     # timers -----------------------------------------------------------------------------
     async def list_timed(self) -> list[Request]:
         async with self._conn() as conn:
-            rows = await conn.fetch(
-                "SELECT body FROM requests WHERE state IN ('pending','posted') AND (deadline IS NOT NULL "
-                "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL)"
-            )
+            rows = await conn.fetch("SELECT body FROM requests WHERE next_at IS NOT NULL ORDER BY next_at, id")
         return [load_body(r[0]) for r in rows]
+
+    async def timer_rows(self, *, after: tuple[datetime, str] | None = None, limit: int = 5000) -> list[TimerRow]:
+        async with self._conn() as conn:
+            if after is None:
+                rows = await conn.fetch("SELECT id, next_at, resume FROM requests WHERE next_at IS NOT NULL "
+                                        "ORDER BY next_at, id LIMIT $1", limit)
+            else:
+                rows = await conn.fetch("SELECT id, next_at, resume FROM requests WHERE next_at IS NOT NULL "
+                                        "AND (next_at, id) > ($1, $2) ORDER BY next_at, id LIMIT $3",
+                                        after[0], encode_text(after[1]), limit)
+        return [TimerRow(decode_text(r[0]), r[1], bool(r[2])) for r in rows]
 
     async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
         async with self._conn() as conn:
             rows = await conn.fetch(
-                "SELECT id, LEAST(deadline, next_reminder_at, next_escalation_at, step_due_at) AS at FROM requests "
-                "WHERE state IN ('pending','posted') AND (deadline IS NOT NULL OR next_reminder_at IS NOT NULL "
-                "OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL) "
-                "AND LEAST(deadline, next_reminder_at, next_escalation_at, step_due_at) <= $1",
-                before,
-            )
+                "SELECT id, next_at FROM requests WHERE next_at IS NOT NULL AND next_at <= $1 ORDER BY next_at",
+                before)
         return [(decode_text(r[0]), r[1]) for r in rows]
+
+    # retention --------------------------------------------------------------------------
+    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
+        async with self._txn() as conn:
+            ids = [r[0] for r in await conn.fetch(
+                "SELECT id FROM requests r WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 "
+                "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND NOT o.done) "
+                "LIMIT $3 FOR UPDATE SKIP LOCKED", list(PRUNABLE_STATES), before, limit)]
+            if ids:
+                for table in ("events", "posts", "votes", "outbox"):
+                    await conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
+                await conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)
+        return len(ids)
 
 
 async def _locked(conn: asyncpg.Connection, request_id: str) -> Request | None:
@@ -597,6 +609,25 @@ async def _write(conn: asyncpg.Connection, request: Request) -> None:
 
 async def _insert_event(conn: asyncpg.Connection, event: Event) -> None:
     await conn.execute(event_insert(1), *event_args(event))
+
+
+async def _counts(conn: asyncpg.Connection) -> dict[str, int]:
+    rows = await conn.fetch("SELECT state, SUM(n) FROM request_counts GROUP BY state HAVING SUM(n) <> 0")
+    return {r[0]: int(r[1]) for r in rows}
+
+
+async def _plain_counts(conn: asyncpg.Connection, query: RequestQuery) -> dict[str, int]:
+    """By state from the kept counts, less the requests one of `query.not_voted_by` voted on."""
+    wanted = {s.value for s in query.states}
+    counts = {s: n for s, n in (await _counts(conn)).items() if not wanted or s in wanted}
+    if query.not_voted_by and counts:
+        voted = await conn.fetch(
+            "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v JOIN requests r ON r.id = v.request_id "
+            "WHERE v.voter = ANY($1::text[]) AND r.state = ANY($2::text[]) GROUP BY r.state",
+            sorted({encode_text(v) for v in query.not_voted_by}), sorted(counts))
+        for r in voted:
+            counts[r[0]] -= int(r[1])
+    return {s: n for s, n in counts.items() if n}
 
 
 def _reason(exc: BaseException) -> str:

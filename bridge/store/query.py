@@ -10,10 +10,12 @@ both stores (PostgreSQL also folds other letters).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from bridge.models import RequestState
+from bridge.store.codec import ts
 
 MAX_TEXT = 200
 MAX_ENTRIES = 200
@@ -32,6 +34,8 @@ class RequestQuery:
     responders_any: tuple[str, ...] = ()
     #: none of these voters has a vote recorded on the request (quorum votes)
     not_voted_by: tuple[str, ...] = ()
+    #: a keyset cursor: only requests listed after this (created_at, id) in the newest-first order
+    before: tuple[datetime, str] | None = None
 
     def __post_init__(self) -> None:
         if self.text is not None and len(self.text) > MAX_TEXT:
@@ -81,6 +85,9 @@ def sqlite_where(query: RequestQuery) -> tuple[list[str], list[Any]]:
         where.append("NOT EXISTS (SELECT 1 FROM votes WHERE votes.request_id = requests.id "
                      f"AND votes.voter IN ({','.join('?' * len(voters))}))")
         args.extend(voters)
+    if query.before is not None:
+        where.append("(created_at, id) < (?, ?)")
+        args.extend([ts(query.before[0]), query.before[1]])
     return where, args
 
 
@@ -89,7 +96,7 @@ _PG_BODY = (r"(CASE WHEN requests.body NOT LIKE '{%' THEN NULL "
             r"ELSE regexp_replace(requests.body, '(?<!\\)((?:\\\\)*)\\u0000', '\1', 'g')::jsonb END)")
 
 
-def _pg_parsed(expression: str) -> str:
+def pg_parsed(expression: str) -> str:
     """A scalar subquery computing `expression` over the body parsed once (as `x`)."""
     return f"(SELECT {expression} FROM (SELECT {_PG_BODY} AS x OFFSET 0) AS parsed)"
 
@@ -116,15 +123,72 @@ def postgres_where(query: RequestQuery, args: list[Any], *, encode: Any = str) -
         where.append(f"route={arg(encode(query.route))}")
     if query.text:
         pattern = arg(_like(_json_inner(query.text)))
-        exact = _pg_parsed("jsonb_build_array(x->'title', x->'description', x->'context')::text")
+        exact = pg_parsed("jsonb_build_array(x->'title', x->'description', x->'context')::text")
         where.append(f"requests.body ILIKE {pattern}")
         where.append(f"{exact} ILIKE {pattern}")
     if query.responders_any:
         quoted = sorted({json.dumps(e.lower(), ensure_ascii=False) for e in query.responders_any})
-        where.append(_pg_parsed(f"EXISTS (SELECT 1 FROM jsonb_array_elements(x->'responders') AS r "
+        where.append(pg_parsed(f"EXISTS (SELECT 1 FROM jsonb_array_elements(x->'responders') AS r "
                                 f"WHERE jsonb_typeof(r) = 'string' AND lower(r::text) = ANY({arg(quoted)}::text[]))"))
     if query.not_voted_by:
         voters = sorted({encode(v) for v in query.not_voted_by})
         where.append(f"NOT EXISTS (SELECT 1 FROM votes WHERE votes.request_id = requests.id "
                      f"AND votes.voter = ANY({arg(voters)}::text[]))")
+    if query.before is not None:
+        where.append(f"(created_at, id) < ({arg(query.before[0])}::timestamptz, {arg(encode(query.before[1]))}::text)")
     return where
+
+
+# paging -------------------------------------------------------------------------------------
+# A list shows the newest requests first. With states given, each state is read on its own
+# along the index (state, created_at, id), `offset + limit` rows at most, and the few rows
+# merged: no list sorts every open (or closed) row, however many the store holds. Only the
+# ids come back; the page's bodies are loaded afterwards by id.
+
+_NEWEST = "ORDER BY created_at DESC, id DESC"
+
+
+def is_plain(query: RequestQuery) -> bool:
+    """Only states (and voters): the counts kept by the store's triggers answer it."""
+    return not (query.source or query.route or query.text or query.responders_any or query.before)
+
+
+def _is_state(state: str) -> str:
+    """A literal term (a state is one of RequestState's names, never caller text)."""
+    return f"state='{RequestState(state).value}'"
+
+
+def _rows_wanted(limit: int, offset: int) -> tuple[int, int, int]:
+    limit, offset = min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)
+    return limit, offset, min(limit + offset, 2**62)
+
+
+def sqlite_page(query: RequestQuery, *, limit: int, offset: int) -> tuple[str, list[Any]]:
+    """SQL selecting the ids of one page of `query`, newest first (SQLite)."""
+    limit, offset, wanted = _rows_wanted(limit, offset)
+    where, args = sqlite_where(replace(query, states=()))
+    states = sorted({s.value for s in query.states})
+    if len(states) <= 1:
+        terms = [_is_state(states[0]), *where] if states else where
+        sql = "SELECT id FROM requests" + (" WHERE " + " AND ".join(terms) if terms else "")
+        return f"{sql} {_NEWEST} LIMIT ? OFFSET ?", [*args, limit, offset]
+    parts = [f"SELECT * FROM (SELECT id, created_at FROM requests WHERE "
+             f"{' AND '.join([_is_state(s), *where])} {_NEWEST} LIMIT {wanted})" for s in states]
+    sql = f"SELECT id FROM ({' UNION ALL '.join(parts)}) {_NEWEST} LIMIT ? OFFSET ?"
+    return sql, [*(args * len(states)), limit, offset]
+
+
+def postgres_page(query: RequestQuery, *, limit: int, offset: int, encode: Any = str) -> tuple[str, list[Any]]:
+    """The same for PostgreSQL (`$n` arguments)."""
+    limit, offset, wanted = _rows_wanted(limit, offset)
+    args: list[Any] = []
+    where = postgres_where(replace(query, states=()), args, encode=encode)
+    args.extend([limit, offset])
+    tail = f"{_NEWEST} LIMIT ${len(args) - 1} OFFSET ${len(args)}"
+    states = sorted({s.value for s in query.states})
+    if len(states) <= 1:
+        terms = [_is_state(states[0]), *where] if states else where
+        return "SELECT id FROM requests" + (" WHERE " + " AND ".join(terms) if terms else "") + f" {tail}", args
+    parts = [f"(SELECT id, created_at FROM requests WHERE {' AND '.join([_is_state(s), *where])} "
+             f"{_NEWEST} LIMIT {wanted})" for s in states]
+    return f"SELECT id FROM ({' UNION ALL '.join(parts)}) AS page {tail}", args

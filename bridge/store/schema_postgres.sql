@@ -15,16 +15,51 @@ CREATE TABLE IF NOT EXISTS requests (
   next_reminder_at TIMESTAMPTZ,
   next_escalation_at TIMESTAMPTZ,
   body TEXT NOT NULL,
-  step_due_at TIMESTAMPTZ
+  step_due_at TIMESTAMPTZ,
+  resume BOOLEAN NOT NULL DEFAULT FALSE,
+  next_at TIMESTAMPTZ GENERATED ALWAYS AS (CASE WHEN state IN ('pending','posted')
+    THEN LEAST(deadline, next_reminder_at, next_escalation_at, step_due_at) END) STORED
 );
+-- requests.step_due_at, resume and next_at and outbox.source came later: pg_rows.migrate adds them to
+-- older databases first. next_at: an open request's earliest timer, kept by PostgreSQL itself (the
+-- scheduler arms from it: id + instant). resume: an open request with an escalation level or a claimed
+-- step (the scheduler loads those whole at start).
 CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_external ON requests(source, external_id) WHERE external_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS ix_requests_state ON requests(state, created_at);
-CREATE INDEX IF NOT EXISTS ix_requests_created ON requests(created_at);
--- requests.step_due_at and outbox.source came later: pg_rows.migrate adds them to older databases first
+DROP INDEX IF EXISTS ix_requests_state;
+DROP INDEX IF EXISTS ix_requests_created;
 DROP INDEX IF EXISTS ix_requests_timed;
-CREATE INDEX IF NOT EXISTS ix_requests_timers ON requests(state)
-  WHERE deadline IS NOT NULL OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL
-  OR step_due_at IS NOT NULL;
+DROP INDEX IF EXISTS ix_requests_timers;
+CREATE INDEX IF NOT EXISTS ix_requests_state_page ON requests(state, created_at, id);
+CREATE INDEX IF NOT EXISTS ix_requests_page ON requests(created_at, id);
+CREATE INDEX IF NOT EXISTS ix_requests_next ON requests(next_at, id) INCLUDE (resume) WHERE next_at IS NOT NULL;
+-- how many requests each state holds, kept by triggers: /metrics and the inbox tabs read it, not the
+-- rows. Spread over 16 shards, so that concurrent writers (replicas) seldom wait on one counter row.
+CREATE TABLE IF NOT EXISTS request_counts (
+  state TEXT NOT NULL,
+  shard INTEGER NOT NULL,
+  n BIGINT NOT NULL,
+  PRIMARY KEY (state, shard)
+);
+CREATE OR REPLACE FUNCTION hitl_count_requests() RETURNS trigger LANGUAGE plpgsql AS $count$
+BEGIN
+  IF TG_OP <> 'DELETE' THEN
+    INSERT INTO request_counts AS c (state, shard, n) VALUES (NEW.state, floor(random() * 16)::int, 1)
+      ON CONFLICT (state, shard) DO UPDATE SET n = c.n + 1;
+  END IF;
+  IF TG_OP <> 'INSERT' THEN
+    INSERT INTO request_counts AS c (state, shard, n) VALUES (OLD.state, floor(random() * 16)::int, -1)
+      ON CONFLICT (state, shard) DO UPDATE SET n = c.n - 1;
+  END IF;
+  RETURN NULL;
+END
+$count$;
+DROP TRIGGER IF EXISTS tr_requests_count_insert ON requests;
+CREATE TRIGGER tr_requests_count_insert AFTER INSERT ON requests FOR EACH ROW EXECUTE FUNCTION hitl_count_requests();
+DROP TRIGGER IF EXISTS tr_requests_count_update ON requests;
+CREATE TRIGGER tr_requests_count_update AFTER UPDATE OF state ON requests FOR EACH ROW
+  WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION hitl_count_requests();
+DROP TRIGGER IF EXISTS tr_requests_count_delete ON requests;
+CREATE TRIGGER tr_requests_count_delete AFTER DELETE ON requests FOR EACH ROW EXECUTE FUNCTION hitl_count_requests();
 CREATE TABLE IF NOT EXISTS events (
   id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   request_id TEXT NOT NULL,
@@ -60,6 +95,8 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE INDEX IF NOT EXISTS ix_outbox_due ON outbox(due_at) WHERE NOT done AND NOT dead;
 CREATE INDEX IF NOT EXISTS ix_outbox_failing ON outbox(source) WHERE NOT done AND NOT dead AND attempts > 0;
 CREATE INDEX IF NOT EXISTS ix_outbox_request ON outbox(request_id);
+-- what is not done yet (pending or dead), for /metrics and the dead letters: not every entry ever delivered
+CREATE INDEX IF NOT EXISTS ix_outbox_open ON outbox(dead) WHERE NOT done;
 CREATE TABLE IF NOT EXISTS votes (
   request_id TEXT NOT NULL,
   voter TEXT NOT NULL,
@@ -69,6 +106,7 @@ CREATE TABLE IF NOT EXISTS votes (
   seq BIGINT GENERATED ALWAYS AS IDENTITY,
   PRIMARY KEY (request_id, voter)
 );
+CREATE INDEX IF NOT EXISTS ix_votes_voter ON votes(voter, request_id);
 CREATE TABLE IF NOT EXISTS kv (
   namespace TEXT NOT NULL,
   key TEXT NOT NULL,

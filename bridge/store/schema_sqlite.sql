@@ -11,11 +11,43 @@ CREATE TABLE IF NOT EXISTS requests (
   next_reminder_at TEXT,
   next_escalation_at TEXT,
   body TEXT NOT NULL,
-  step_due_at TEXT
+  step_due_at TEXT,
+  resume INTEGER NOT NULL DEFAULT 0,
+  next_at TEXT GENERATED ALWAYS AS (CASE WHEN state IN ('pending','posted') THEN nullif(min(
+    coalesce(deadline, '9999'), coalesce(next_reminder_at, '9999'), coalesce(next_escalation_at, '9999'),
+    coalesce(step_due_at, '9999')), '9999') END) VIRTUAL
 );
+-- requests.step_due_at, resume and next_at and outbox.source came later: sqlite_rows.migrate adds them first.
+-- next_at: an open request's earliest timer, kept by SQLite itself (the scheduler arms from it, id + instant),
+-- resume: an open request with an escalation level or a claimed step (the scheduler loads those whole at start)
 CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_external ON requests(source, external_id) WHERE external_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS ix_requests_state ON requests(state, created_at);
-CREATE INDEX IF NOT EXISTS ix_requests_created ON requests(created_at);
+DROP INDEX IF EXISTS ix_requests_state;
+DROP INDEX IF EXISTS ix_requests_created;
+CREATE INDEX IF NOT EXISTS ix_requests_state_page ON requests(state, created_at, id);
+CREATE INDEX IF NOT EXISTS ix_requests_page ON requests(created_at, id);
+CREATE INDEX IF NOT EXISTS ix_requests_next ON requests(next_at, id, resume) WHERE next_at IS NOT NULL;
+-- how many requests each state holds, kept by triggers: /metrics and the inbox tabs read it, not the rows
+CREATE TABLE IF NOT EXISTS request_counts (
+  state TEXT NOT NULL,
+  shard INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (state, shard)
+);
+CREATE TRIGGER IF NOT EXISTS tr_requests_count_insert AFTER INSERT ON requests BEGIN
+  INSERT INTO request_counts (state, shard, n) VALUES (new.state, 0, 1)
+    ON CONFLICT (state, shard) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS tr_requests_count_update AFTER UPDATE OF state ON requests
+  WHEN old.state <> new.state BEGIN
+  INSERT INTO request_counts (state, shard, n) VALUES (new.state, 0, 1)
+    ON CONFLICT (state, shard) DO UPDATE SET n = n + 1;
+  INSERT INTO request_counts (state, shard, n) VALUES (old.state, 0, -1)
+    ON CONFLICT (state, shard) DO UPDATE SET n = n - 1;
+END;
+CREATE TRIGGER IF NOT EXISTS tr_requests_count_delete AFTER DELETE ON requests BEGIN
+  INSERT INTO request_counts (state, shard, n) VALUES (old.state, 0, -1)
+    ON CONFLICT (state, shard) DO UPDATE SET n = n - 1;
+END;
 CREATE TABLE IF NOT EXISTS events (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   request_id TEXT NOT NULL,
@@ -59,6 +91,7 @@ CREATE TABLE IF NOT EXISTS votes (
   at TEXT NOT NULL,
   PRIMARY KEY (request_id, voter)
 );
+CREATE INDEX IF NOT EXISTS ix_votes_voter ON votes(voter, request_id);
 CREATE TABLE IF NOT EXISTS kv (
   namespace TEXT NOT NULL,
   key TEXT NOT NULL,

@@ -3,6 +3,8 @@
 Every method runs as a single function in aiosqlite's connection thread inside
 `BEGIN IMMEDIATE … COMMIT`, so it is atomic against this process and against other
 processes on the same file (the CLI), and costs one hop instead of one per statement.
+Reads run on a connection of their own (read-only, its own thread): WAL lets them see the
+last commit while a write is under way, so a slow list never holds up intake.
 Faults of the file under it (full, read-only, deleted, replaced) are raised as
 `StoreFull` / `StoreUnavailable` and reported to the health registry
 (`bridge.store.sqlite_faults`); the WAL is kept small (`bridge.store.sqlite_wal`).
@@ -39,16 +41,18 @@ from bridge.store.base import (
     StoreError,
     StoreFull,
     StoreUnavailable,
+    TimerRow,
     Vote,
     claim_holds,
 )
 from bridge.store.codec import STUCK_DELIVERED, load_request, move, parse_ts, request_columns, ts
-from bridge.store.query import RequestQuery, sqlite_where
+from bridge.store.query import RequestQuery, is_plain, sqlite_page, sqlite_where
 from bridge.store.sqlite_faults import FileGuard, fault_of, open_error
 from bridge.store.sqlite_rows import (
     INSERT_OUTBOX,
     INSERT_REQUEST,
     OUTBOX_COLUMNS,
+    PRUNABLE,
     insert_event,
     migrate,
     outbox_item,
@@ -75,6 +79,7 @@ class SQLiteStore(Store):
         self._queue: deque[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = deque()
         self._flush_scheduled = False
         self._checkpointer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None  # reads; None in memory (one database per connection)
         self._upkeep: list[asyncio.Task[None]] = []
         self._committed_at = 0.0  # monotonic time of the last successful commit
         self._fault: StoreError | None = None  # the last fault, until a probe finds the store well
@@ -116,6 +121,9 @@ class SQLiteStore(Store):
             await self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
             await sqlite_wal.prepare(self._checkpointer)
+            self._reader = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
+            for pragma in ("query_only=ON", "busy_timeout=30000"):
+                await self._reader.execute(f"PRAGMA {pragma}")
         except BaseException as exc:
             await self.close()  # don't leak aiosqlite's threads when the file or schema is refused
             if isinstance(exc, sqlite3.Error | OSError | StoreFull | StoreUnavailable):
@@ -133,6 +141,9 @@ class SQLiteStore(Store):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._upkeep = []
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
         if self._checkpointer is not None:
             with contextlib.suppress(sqlite3.Error):
                 await self._checkpointer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -289,11 +300,13 @@ class SQLiteStore(Store):
                 future.set_result(result)
 
     async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        db = self._db
-        if db is None:
+        """Run `fn` on the read connection, in one read transaction (one snapshot of the last
+        commit); every write acknowledged before the call is in it."""
+        db = self._reader or self._db
+        if db is None or self._db is None:
             raise StoreError("store is not open")
         try:
-            return await db._execute(lambda: fn(db._conn))
+            return await db._execute(lambda: _snapshot(db._conn, fn))
         except (sqlite3.Error, OSError) as exc:
             fault = fault_of(exc, self.path)
             if fault is None:
@@ -345,38 +358,29 @@ class SQLiteStore(Store):
         limit: int = 100,
         offset: int = 0,
     ) -> list[Request]:
-        where: list[str] = []
-        args: list[Any] = []
-        if states:
-            where.append(f"state IN ({','.join('?' * len(states))})")
-            args.extend(s.value for s in states)
-        if source:
-            where.append("source=?")
-            args.append(source)
-        if route:
-            where.append("route=?")
-            args.append(route)
-        sql = "SELECT body FROM requests"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        args.extend([min(limit, 2**62), min(offset, 2**62)])  # any int from the API fits in SQLite
-        return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql, args)])
+        query = RequestQuery(states=tuple(states or ()), source=source or None, route=route or None)
+        return await self.find_requests(query, limit=limit, offset=offset)
 
     async def count_by_state(self) -> dict[str, int]:
-        rows = await self._read(
-            lambda c: c.execute("SELECT state, COUNT(*) FROM requests GROUP BY state").fetchall()
-        )
-        return {state: n for state, n in rows}
+        return await self._read(_counts)
 
     async def find_requests(self, query: RequestQuery, *, limit: int = 100, offset: int = 0) -> list[Request]:
-        where, args = sqlite_where(query)
-        sql = "SELECT body FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-        args.extend([min(max(limit, 0), 2**62), min(max(offset, 0), 2**62)])
-        return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql, args)])
+        sql, args = sqlite_page(query, limit=limit, offset=offset)
+
+        def txn(conn: sqlite3.Connection) -> list[Request]:
+            ids = [r[0] for r in conn.execute(sql, args)]
+            bodies: dict[str, str] = {}
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                bodies.update(conn.execute(f"SELECT id, body FROM requests WHERE id IN ({','.join('?' * len(chunk))})",
+                                           chunk).fetchall())
+            return [load_request(bodies[i]) for i in ids if i in bodies]
+
+        return await self._read(txn)
 
     async def count_requests(self, query: RequestQuery) -> dict[str, int]:
+        if is_plain(query):
+            return await self._read(lambda c: _plain_counts(c, query))
         where, args = sqlite_where(query)
         sql = "SELECT state, COUNT(*) FROM requests" + (" WHERE " + " AND ".join(where) if where else "")
         rows = await self._read(lambda c: c.execute(sql + " GROUP BY state", args).fetchall())
@@ -547,9 +551,16 @@ class SQLiteStore(Store):
         return await self._run(txn)
 
     async def heal_deliveries(self, now: datetime) -> list[str]:
+        # found on the read connection (an expired request with no answer stays `expired` for
+        # good: there may be many, and no write waits meanwhile), then each re-checked in the write
+        found = await self._read(lambda c: [r[0] for r in c.execute(
+            f"{STUCK_DELIVERED} AND json_type(body, '$.answer') = 'object'")])
+
         def txn(conn: sqlite3.Connection) -> list[str]:
             healed = []
-            for (request_id,) in conn.execute(STUCK_DELIVERED).fetchall():
+            for request_id in found:
+                if conn.execute(f"{STUCK_DELIVERED} AND id=?", (request_id,)).fetchone() is None:
+                    continue
                 request = _locked(conn, request_id)
                 if request is None or request.answer is None:
                     continue
@@ -561,7 +572,7 @@ class SQLiteStore(Store):
                 healed.append(request_id)
             return healed
 
-        return await self._run(txn)
+        return await self._run(txn) if found else []
 
     async def outbox_stats(self) -> OutboxStats:
         def txn(conn: sqlite3.Connection) -> OutboxStats:
@@ -664,22 +675,36 @@ class SQLiteStore(Store):
 
     # timers -----------------------------------------------------------------------------
     async def list_timed(self) -> list[Request]:
-        sql = (
-            "SELECT body FROM requests WHERE state IN ('pending','posted') AND (deadline IS NOT NULL "
-            "OR next_reminder_at IS NOT NULL OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL)"
-        )
+        sql = "SELECT body FROM requests WHERE next_at IS NOT NULL ORDER BY next_at, id"
         return await self._read(lambda c: [load_request(r[0]) for r in c.execute(sql)])
 
+    async def timer_rows(self, *, after: tuple[datetime, str] | None = None, limit: int = 5000) -> list[TimerRow]:
+        sql = "SELECT id, next_at, resume FROM requests INDEXED BY ix_requests_next WHERE next_at IS NOT NULL"
+        args: list[Any] = []
+        if after is not None:
+            sql += " AND (next_at, id) > (?, ?)"
+            args = [ts(after[0]), after[1]]
+        sql += " ORDER BY next_at, id LIMIT ?"
+        args.append(limit)
+        rows = await self._read(lambda c: c.execute(sql, args).fetchall())
+        return [TimerRow(r[0], datetime.fromisoformat(r[1]), bool(r[2])) for r in rows]
+
     async def timers_due(self, before: datetime) -> list[tuple[str, datetime]]:
-        never = "9999"  # sorts after every stored instant (fixed-width UTC text)
-        sql = (
-            "SELECT id, at FROM (SELECT id, min(coalesce(deadline, :never), coalesce(next_reminder_at, :never), "
-            "coalesce(next_escalation_at, :never), coalesce(step_due_at, :never)) AS at FROM requests "
-            "WHERE state IN ('pending','posted') AND (deadline IS NOT NULL OR next_reminder_at IS NOT NULL "
-            "OR next_escalation_at IS NOT NULL OR step_due_at IS NOT NULL)) WHERE at <= :before"
-        )
-        args = {"never": never, "before": ts(before)}
-        return await self._read(lambda c: [(r[0], datetime.fromisoformat(r[1])) for r in c.execute(sql, args)])
+        sql = "SELECT id, next_at FROM requests WHERE next_at IS NOT NULL AND next_at <= ? ORDER BY next_at"
+        return await self._read(lambda c: [(r[0], datetime.fromisoformat(r[1])) for r in c.execute(sql, (ts(before),))])
+
+    # retention --------------------------------------------------------------------------
+    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
+        def txn(conn: sqlite3.Connection) -> int:
+            ids = [r[0] for r in conn.execute(PRUNABLE, {"before": ts(before), "limit": limit})]
+            if ids:
+                marks = ",".join("?" * len(ids))
+                for table in ("events", "posts", "votes", "outbox"):
+                    conn.execute(f"DELETE FROM {table} WHERE request_id IN ({marks})", ids)
+                conn.execute(f"DELETE FROM requests WHERE id IN ({marks})", ids)
+            return len(ids)
+
+        return await self._run(txn)
 
 
 _DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
@@ -689,6 +714,37 @@ def _locked(conn: sqlite3.Connection, request_id: str) -> Request | None:
     """The request as stored (the transaction is BEGIN IMMEDIATE: nobody else writes meanwhile)."""
     row = conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()
     return load_request(row[0]) if row else None
+
+
+def _snapshot(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    if conn.in_transaction:  # the write connection (an in-memory store): its own transactions
+        return fn(conn)
+    conn.execute("BEGIN")
+    try:
+        return fn(conn)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _counts(conn: sqlite3.Connection) -> dict[str, int]:
+    rows = conn.execute("SELECT state, SUM(n) FROM request_counts GROUP BY state HAVING SUM(n) <> 0").fetchall()
+    return {state: int(n) for state, n in rows}
+
+
+def _plain_counts(conn: sqlite3.Connection, query: RequestQuery) -> dict[str, int]:
+    """By state from the kept counts, less the requests one of `query.not_voted_by` voted on."""
+    wanted = {s.value for s in query.states}
+    counts = {s: n for s, n in _counts(conn).items() if not wanted or s in wanted}
+    if query.not_voted_by and counts:  # CROSS JOIN: from the votes of these voters (ix_votes_voter), never
+        voters = sorted(set(query.not_voted_by))  # from every request in a state
+        states = sorted(counts)
+        voted = conn.execute(
+            "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v CROSS JOIN requests r ON r.id = v.request_id "
+            f"WHERE v.voter IN ({','.join('?' * len(voters))}) AND r.state IN ({','.join('?' * len(states))}) "
+            "GROUP BY r.state", [*voters, *states]).fetchall()
+        for state, n in voted:
+            counts[state] -= n
+    return {s: n for s, n in counts.items() if n}
 
 
 def _log_flush_failure(task: asyncio.Future[None]) -> None:

@@ -15,13 +15,21 @@ from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, request_columns, ts
 
 COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
-           "next_reminder_at, next_escalation_at, step_due_at, body")
+           "next_reminder_at, next_escalation_at, step_due_at, resume, body")
 INSERT_REQUEST = (f"INSERT INTO requests ({COLUMNS}) VALUES (:id, :source, :external_id, :state, :route, "
-                  ":created_at, :updated_at, :deadline, :next_reminder_at, :next_escalation_at, :step_due_at, :body)")
+                  ":created_at, :updated_at, :deadline, :next_reminder_at, :next_escalation_at, :step_due_at, "
+                  ":resume, :body)")
 OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
 #: an outbox entry keeps its request's source, so /metrics counts failing ones by source from an index
 INSERT_OUTBOX = ("INSERT INTO outbox (request_id, source, state, due_at, created_at) "
                  "VALUES (:rid, (SELECT source FROM requests WHERE id=:rid), :state, :due, :created)")
+#: up to :limit closed requests last changed before :before whose outcome needs nothing more
+#: (see Store.prune_closed); read along ix_requests_state_page (created_at <= updated_at)
+PRUNABLE = (
+    "SELECT id FROM requests r WHERE state IN ('cancelled','delivered','expired','failed') "
+    "AND created_at < :before AND updated_at < :before "
+    "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND NOT o.done) LIMIT :limit"
+)
 _SIZE = re.compile(r"^(\d+)\s*([kmg]?)(?:i?b)?$", re.IGNORECASE)
 
 
@@ -45,18 +53,25 @@ def migrate(conn: sqlite3.Connection) -> None:
             f"the database schema is version {version}; this bridge knows {SCHEMA_VERSION}: upgrade hitl-bridge"
         )
     # columns added without a version bump (older bridges ignore them), before the indexes on them
-    columns = {r[1] for r in conn.execute("PRAGMA table_info(requests)")}
+    columns = {r[1] for r in conn.execute("PRAGMA table_xinfo(requests)")}  # xinfo: generated ones too
     if columns and "step_due_at" not in columns:
         conn.execute("ALTER TABLE requests ADD COLUMN step_due_at TEXT")
+    if columns and "resume" not in columns:
+        conn.execute("ALTER TABLE requests ADD COLUMN resume INTEGER NOT NULL DEFAULT 0")
+        conn.execute(f"UPDATE requests SET resume=1 WHERE {RESUME_SQL}")
+    if columns and "next_at" not in columns:
+        conn.execute(f"ALTER TABLE requests ADD COLUMN next_at TEXT GENERATED ALWAYS AS ({NEXT_AT_SQL}) VIRTUAL")
+    counted = conn.execute("SELECT 1 FROM sqlite_master WHERE name='request_counts'").fetchone() is not None
     columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
     if columns and "source" not in columns:
         conn.execute("ALTER TABLE outbox ADD COLUMN source TEXT")
         conn.execute("UPDATE outbox SET source=(SELECT r.source FROM requests r WHERE r.id=outbox.request_id) "
                      "WHERE done=0")
-    script = resources.files("bridge.store").joinpath("schema_sqlite.sql").read_text()
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    for statement in statements(resources.files("bridge.store").joinpath("schema_sqlite.sql").read_text()):
+        conn.execute(statement)
+    if not counted:  # the counts table is new: start it from the rows (the triggers keep it from now on)
+        conn.execute("INSERT INTO request_counts (state, shard, n) SELECT state, 0, COUNT(*) FROM requests "
+                     "GROUP BY state")
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
         "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -64,11 +79,34 @@ def migrate(conn: sqlite3.Connection) -> None:
     )
 
 
+#: an open request whose timers a restart must look at whole (an escalation reached, a claimed step),
+#: as SQL over the stored body: sets `resume` in a database from before the column
+RESUME_SQL = ("state IN ('pending','posted') AND (json_extract(body, '$.escalation_level') > 0 "
+              "OR json_array_length(body, '$.timer_steps') > 0)")
+#: `requests.next_at` as schema_sqlite.sql defines it (for adding it to an older database)
+NEXT_AT_SQL = ("CASE WHEN state IN ('pending','posted') THEN nullif(min(coalesce(deadline, '9999'), "
+               "coalesce(next_reminder_at, '9999'), coalesce(next_escalation_at, '9999'), "
+               "coalesce(step_due_at, '9999')), '9999') END")
+
+
+def statements(script: str) -> list[str]:
+    """The statements of an SQL script (a trigger's body holds `;` of its own)."""
+    out: list[str] = []
+    pending = ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \n;"):
+                out.append(pending.strip())
+            pending = ""
+    return out
+
+
 def write(conn: sqlite3.Connection, request: Request) -> None:
     conn.execute(
         "UPDATE requests SET state=:state, route=:route, updated_at=:updated_at, deadline=:deadline, "
         "next_reminder_at=:next_reminder_at, next_escalation_at=:next_escalation_at, step_due_at=:step_due_at, "
-        "body=:body WHERE id=:id",
+        "resume=:resume, body=:body WHERE id=:id",
         request_columns(request),
     )
 
