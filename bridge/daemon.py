@@ -16,6 +16,7 @@ from bridge.clock import SystemClock
 from bridge.config import EMBEDDED, Settings
 from bridge.crypto import SecretBox
 from bridge.errors import ConfigError
+from bridge.eventloop import loop_name
 from bridge.http.app import create_app
 from bridge.http.connections import (
     ConnectionGuard,
@@ -244,7 +245,8 @@ class Daemon:
 
     async def run_forever(self) -> None:
         await self.start()
-        log.info("hitl-bridge listening on %s (store %s)", self.base_url, redact_url(self.settings.store.url))
+        log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
+                 redact_url(self.settings.store.url), loop_name(asyncio.get_running_loop()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         import signal
