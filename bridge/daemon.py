@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import threading
@@ -245,6 +246,11 @@ class Daemon:
 
     async def run_forever(self) -> None:
         await self.start()
+        # What start-up built (modules, schemas, routes: ~100,000 objects) lives as long as
+        # the process: set aside, a full garbage collection no longer walks it (~90 ms each,
+        # which was the intake's p99 under load)
+        gc.collect()
+        gc.freeze()
         log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
                  redact_url(self.settings.store.url), loop_name(asyncio.get_running_loop()))
         stop = asyncio.Event()
