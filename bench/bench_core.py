@@ -110,13 +110,13 @@ def pct(values: list[float], p: float) -> float:
 
 
 @contextlib.asynccontextmanager
-async def daemon_process(store_url: str, tmp: str) -> AsyncIterator[tuple[str, Path]]:
+async def daemon_process(store_url: str, tmp: str, log_level: str = "WARNING") -> AsyncIterator[tuple[str, Path]]:
     """`hitl-bridge serve` as its own process on `store_url`, up and answering; yields its
     base URL and its log file (read it after the block: the process has ended)."""
     port = free_port()
     config = Path(tmp) / "bench.yaml"
     config.write_text(f"store: {{url: '{store_url}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
-                      "sources: [{type: webhook}]\nlog_level: WARNING\n")
+                      f"sources: [{{type: webhook}}]\nlog_level: {log_level}\n")
     log = Path(tmp) / "daemon.log"
     exe = Path(sys.executable).parent / "hitl-bridge"
     with log.open("w") as out:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import threading
@@ -16,6 +17,7 @@ from bridge.clock import SystemClock
 from bridge.config import EMBEDDED, Settings
 from bridge.crypto import SecretBox
 from bridge.errors import ConfigError
+from bridge.eventloop import loop_name
 from bridge.http.app import create_app
 from bridge.http.connections import (
     ConnectionGuard,
@@ -250,7 +252,13 @@ class Daemon:
 
     async def run_forever(self) -> None:
         await self.start()
-        log.info("hitl-bridge listening on %s (store %s)", self.base_url, redact_url(self.settings.store.url))
+        # What start-up built (modules, schemas, routes: ~100,000 objects) lives as long as
+        # the process: set aside, a full garbage collection no longer walks it (~90 ms each,
+        # which was the intake's p99 under load)
+        gc.collect()
+        gc.freeze()
+        log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
+                 redact_url(self.settings.store.url), loop_name(asyncio.get_running_loop()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         import signal

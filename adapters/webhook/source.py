@@ -3,25 +3,28 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 import httpx
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from adapters.webhook.callback import signed_request
 from adapters.webhook.egress import CallbackPolicy, CallbackRefused, GuardedTransport
 from adapters.webhook.structured import StructuredRequestIn, is_structured, structured_answer, to_native
 from bridge.http.app import COMPONENTS_KEY, component_schemas, describe_errors
 from bridge.http.auth import require_api_token, token_name
-from bridge.http.views import request_view
+from bridge.http.views import request_view_json
 from bridge.models import MAX_CONTEXT_DEPTH, RequestIn, has_lone_surrogate
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.registry import AdapterContext
 from bridge.service import BridgeService
+
+JSON = "application/json"
 
 
 def parse_body(raw: bytes) -> Any:
@@ -115,8 +118,8 @@ class WebhookSource:
             raise DeliveryError(f"callback {callback.url} answered HTTP {response.status_code}")
 
     def http_routes(self) -> Sequence[BaseRoute]:
-        # The hot path of intake: the body is parsed here rather than by FastAPI's dependency
-        # machinery (a third of the per-request cost); the schema is still published.
+        # The hot path of intake: the body is parsed by `intake` rather than by FastAPI's
+        # dependency machinery (a third of the per-request cost); the schema is still published.
         router = APIRouter(prefix="/v1", tags=["requests"])
         source = self
         body_schema = {
@@ -146,31 +149,51 @@ class WebhookSource:
                        401: {"description": "missing or wrong bearer token"},
                        413: {"description": "body too large"}, 422: {"description": "invalid, field named"}},
         )
-        async def create_request(http: Request) -> JSONResponse:
-            await require_api_token(http)
-            body = parse_body(await http.body())
-            if not isinstance(body, dict):
-                raise HTTPException(422, "the body must be a JSON object")
-            if has_lone_surrogate(body):
-                raise HTTPException(422, "the body holds text that is not valid Unicode (a lone surrogate)")
-            service: BridgeService = http.app.state.bridge
-            structured = is_structured(body)
-            try:
-                native = to_native(StructuredRequestIn.model_validate(body)) if structured \
-                    else RequestIn.model_validate(body)
-            except ValidationError as exc:
-                raise HTTPException(422, describe_errors(exc.errors())) from None
-            refusal = source.policy.refusal(native.callback.url) if native.callback is not None else None
-            if refusal is not None:
-                raise HTTPException(422, f"callback.url: {refusal}")
-            caller = token_name(http.app.state.settings, http.headers.get("authorization"))
-            request, created = await service.submit(
-                native, source=source.name, format="structured" if structured else "native",
-                created_by=f"api:{caller}" if caller else None,
-            )
-            return JSONResponse(status_code=201 if created else 200, content=request_view(request))
+        async def create_request(http: Request) -> Response:
+            return await source.intake(http)
 
-        return list(router.routes)
+        # The route above documents the operation; this one, in front of it, serves it as a
+        # plain ASGI app: FastAPI's request handling (dependencies, query and cookie parsing)
+        # was a fifth of a create's CPU. Errors still reach the app's handlers (422, 503...).
+        return [Route("/v1/requests", IntakeApp(source.intake), methods=["POST"], include_in_schema=False),
+                *router.routes]
+
+    async def intake(self, http: Request) -> Response:
+        """POST /v1/requests: store the request (or find the one with its external_id) and
+        answer with it; 201 when created, 200 when it was known."""
+        await require_api_token(http)
+        body = parse_body(await http.body())
+        if not isinstance(body, dict):
+            raise HTTPException(422, "the body must be a JSON object")
+        if has_lone_surrogate(body):
+            raise HTTPException(422, "the body holds text that is not valid Unicode (a lone surrogate)")
+        service: BridgeService = http.app.state.bridge
+        structured = is_structured(body)
+        try:
+            native = to_native(StructuredRequestIn.model_validate(body)) if structured \
+                else RequestIn.model_validate(body)
+        except ValidationError as exc:
+            raise HTTPException(422, describe_errors(exc.errors())) from None
+        refusal = self.policy.refusal(native.callback.url) if native.callback is not None else None
+        if refusal is not None:
+            raise HTTPException(422, f"callback.url: {refusal}")
+        caller = token_name(http.app.state.settings, http.headers.get("authorization"))
+        request, created = await service.submit(
+            native, source=self.name, format="structured" if structured else "native",
+            created_by=f"api:{caller}" if caller else None,
+        )
+        return Response(request_view_json(request), status_code=201 if created else 200, media_type=JSON)
+
+
+class IntakeApp:
+    """An ASGI app around `intake`: the request in, the response out, nothing else."""
+
+    def __init__(self, handle: Callable[[Request], Awaitable[Response]]) -> None:
+        self.handle = handle
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handle(Request(scope, receive))
+        await response(scope, receive, send)
 
 
 def build_source(section: dict[str, Any], ctx: AdapterContext) -> WebhookSource:

@@ -26,9 +26,14 @@ def serve(cli: Cli) -> int:
     from bridge.config import EMBEDDED
     from bridge.daemon import Daemon
     from bridge.errors import ConfigError
+    from bridge.eventloop import loop_factory, run
     from bridge.logs import configure_logging
 
     settings = cli.settings()
+    try:
+        _name, factory = loop_factory()
+    except ValueError as exc:
+        raise Failed(str(exc), USAGE) from None
     configure_logging(settings.log_level, settings.log_format)
     taken = port_taken(settings.http.host, settings.http.port)
     if taken:
@@ -40,7 +45,7 @@ def serve(cli: Cli) -> int:
             "no config file, running on embedded defaults (store %s, web inbox at http://%s/inbox)",
             settings.store.url, settings.http.listen)
     try:
-        asyncio.run(daemon.run_forever())
+        run(daemon.run_forever(), factory)
     except ConfigError as exc:
         raise config_failure(exc) from None
     except OSError as exc:  # the port taken since the check, a store that will not open...

@@ -7,6 +7,7 @@ spread over N replicas gets N times the budget, which is still a budget).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import time
@@ -64,6 +65,7 @@ class FailureThrottle:
             self._failures.clear()
 
 
+@functools.lru_cache(maxsize=4096)  # parsed once per address, not once per request
 def client_key(address: str | None) -> str:
     """The throttling key for a client address: IPv6 clients by their /64 (one host
     usually owns the whole /64, and could otherwise rotate through it)."""

@@ -9,9 +9,11 @@ from bridge.models import Event, Post, Request
 from bridge.store.base import OutboxItem, Vote
 from bridge.timing_view import vote_line
 
+HIDDEN: set[str] = {"answer", "callback", "source_ref", "timer_steps"}
+
 
 def request_view(request: Request) -> dict[str, Any]:
-    data = request.model_dump(mode="json", exclude={"answer", "callback", "source_ref", "timer_steps"})
+    data = request.model_dump(mode="json", exclude=HIDDEN)
     if request.callback is not None:
         data["callback"] = {"url": request.callback.url}
     if request.answer is not None:
@@ -26,6 +28,16 @@ def request_view(request: Request) -> dict[str, Any]:
     else:
         data["answer"] = None
     return data
+
+
+def request_view_json(request: Request) -> bytes:
+    """`request_view` as compact JSON, serialised by pydantic in one pass (intake's answer:
+    a third of the cost of building the dict and encoding it)."""
+    if request.answer is not None:  # a repeated external_id of an answered request: rare
+        return json.dumps(request_view(request), ensure_ascii=False, separators=(",", ":")).encode()
+    head = request.model_dump_json(exclude=HIDDEN)
+    callback = "" if request.callback is None else f',"callback":{{"url":{json.dumps(request.callback.url)}}}'
+    return f'{head[:-1]}{callback},"answer":null}}'.encode()
 
 
 def event_view(event: Event) -> dict[str, Any]:

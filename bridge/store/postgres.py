@@ -62,6 +62,13 @@ RECHECK_S = 5.0
 _HAS_ANSWER = "jsonb_typeof(x->'answer') = 'object'"
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """The pool's reset of a connection given back: only asyncpg's own (an open transaction
+    rolled back, listeners dropped), not its reset query (`RESET ALL; UNLISTEN *; …`), a
+    round trip after every store call. Store calls leave no session state: no SET, no
+    session advisory lock (leads keep their own connections), no LISTEN, no cursor."""
+
+
 class PostgresStore(Store):
     """Store on PostgreSQL. `url`: postgresql://user[:password]@host[:port]/db[?search_path=…]."""
 
@@ -91,6 +98,7 @@ class PostgresStore(Store):
             self._pool = await asyncpg.create_pool(
                 opts.dsn, min_size=opts.pool_min, max_size=opts.pool_max, timeout=self.connect_timeout,
                 statement_cache_size=opts.statement_cache_size, server_settings=opts.server_settings or None,
+                reset=_keep_session,
             )
         except (*_LOST, asyncpg.PostgresError, ValueError) as exc:  # ValueError: a malformed url
             raise StoreError(f"cannot open PostgreSQL store {redact_url(self.url)}: {_reason(exc)}") from None
@@ -355,26 +363,38 @@ class PostgresStore(Store):
 
     async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
                            now: datetime) -> Request | None:
-        # copies and events go in with the locking read, in one statement (fewer round trips)
+        # Two round trips and no explicit transaction (BEGIN, locking read, UPDATE, COMMIT
+        # were four): read the pending request, then one statement stores the copies and
+        # events and moves it to posted only if its row is still what was read (else read
+        # again: it changed meanwhile). The copies and the move are committed together.
         post_cols = list(zip(*[post_args(p) for p in posts], strict=True)) or [()] * 7
         event_cols = list(zip(*[event_args(e) for e in events], strict=True)) or [()] * 5
-        async with self._txn() as conn:
-            body = await conn.fetchval(
-                "WITH p AS (INSERT INTO posts (request_id, channel, target, ref, ok, error, at) "
-                "  SELECT * FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], "
-                "  $9::timestamptz[])), "
-                "e AS (INSERT INTO events (request_id, at, kind, actor, data) "
-                "  SELECT * FROM unnest($10::text[], $11::timestamptz[], $12::text[], $13::text[], $14::text[])) "
-                "SELECT body FROM requests WHERE id=$1 AND state='pending' AND $2::bool FOR UPDATE",
-                encode_text(request_id), any(p.ok for p in posts), *map(list, post_cols), *map(list, event_cols),
-            )
-            if body is None:
-                return None
-            request = load_body(body)
-            request.state = RequestState.posted
-            request.updated_at = now
-            await _write(conn, request)
-            return request
+        rows: tuple[Any, ...] = (*map(list, post_cols), *map(list, event_cols))
+        n = UPDATE_ARGS
+        shown = any(p.ok for p in posts)
+        async with self._conn() as conn:
+            while True:
+                old = await conn.fetchval("SELECT body FROM requests WHERE id=$1 AND state='pending'",
+                                          encode_text(request_id)) if shown else None
+                request = None if old is None else load_body(old)
+                if request is not None:
+                    request.state = RequestState.posted
+                    request.updated_at = now
+                args = write_args(request) if request is not None else (encode_text(request_id), *[None] * (n - 1))
+                moved = await conn.fetchval(
+                    f"WITH p AS (INSERT INTO posts (request_id, channel, target, ref, ok, error, at) "
+                    f"  SELECT * FROM unnest(${n + 2}::text[], ${n + 3}::text[], ${n + 4}::text[], ${n + 5}::text[], "
+                    f"  ${n + 6}::bool[], ${n + 7}::text[], ${n + 8}::timestamptz[])), "
+                    f"e AS (INSERT INTO events (request_id, at, kind, actor, data) SELECT * FROM "
+                    f"  unnest(${n + 9}::text[], ${n + 10}::timestamptz[], ${n + 11}::text[], ${n + 12}::text[], "
+                    f"  ${n + 13}::text[])), "
+                    f"u AS ({UPDATE_REQUEST} AND state='pending' AND body=${n + 1}::text AND $2::text IS NOT NULL "
+                    "  RETURNING 1) "
+                    "SELECT count(*) FROM u",
+                    *args, old, *rows)
+                if request is None or moved:
+                    return request
+                rows = ([],) * 12  # stored with the first try; now only the move is left
 
     async def list_posts(self, request_id: str, channel: str | None = None) -> list[Post]:
         sql = "SELECT request_id, channel, target, ref, ok, error, at FROM posts WHERE request_id=$1"

@@ -263,6 +263,26 @@ async def test_record_posts_moves_pending_to_posted_once(store: Store) -> None:
     assert await store.record_posts("r_missing", [later], [], now=at(4)) is None
 
 
+async def test_record_posts_racing_another_change_loses_neither(backend: Backend, store: Store) -> None:
+    """The move to posted and a concurrent change on another replica (a reminder counted)
+    both land, whichever commits first."""
+    replica = await backend.open_store()
+    try:
+        for n in range(30):
+            request = make_request()
+            await store.create_request(request)
+            ok = Post(request_id=request.id, channel="web", target="web", ref={"path": "/inbox"}, at=at(1))
+            posted, counted = await asyncio.gather(
+                store.record_posts(request.id, [ok], [make_event(request.id, "posted", 1)], now=at(1)),
+                replica.update_request(request.id, now=at(2), expect={"reminders_sent": 0}, reminders_sent=n + 1))
+            assert posted is not None and counted is not None
+            stored = await store.get_request(request.id)
+            assert stored is not None and stored.state is RequestState.posted and stored.reminders_sent == n + 1
+            assert len(await store.list_posts(request.id)) == 1
+    finally:
+        await replica.close()
+
+
 def step(step_id: str, lease: float) -> TimerStep:
     return TimerStep(id=step_id, kind="remind", targets=["web"], lease_until=at(lease), owner="test")
 

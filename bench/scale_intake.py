@@ -1,0 +1,290 @@
+"""Scale benchmark, intake part (issue 19): how fast `POST /v1/requests` goes, and what it costs.
+
+Runs `hitl-bridge serve` as its own process(es) on 127.0.0.1 (bench_core.daemon_process: the
+default config with a webhook source, so every request is also posted to the web inbox) and
+sends N creates from 16 keep-alive connections:
+
+  - SQLite, one daemon: requests/s (target ≥ 1,500/s on 2 cores), p99 latency, and the
+    daemon's event-loop CPU per create (its main thread's CPU time / N) and whole-process CPU
+  - PostgreSQL, 1, 2 and 3 replicas (separate daemons on one schema, the 16 connections
+    spread over them): requests/s each (no fixed target: the growth is the figure)
+
+The load generator is one process with raw HTTP/1.1 keep-alive connections on asyncio
+Protocols (a prepared request, a response read by Content-Length): about 30 µs of CPU per
+request, so on 2 cores it leaves the daemon its core. The output says how much of a core
+the client itself used.
+
+Usage: .venv/bin/python bench/scale_intake.py [--quick] [--profile intake.svg]
+(--profile: py-spy records the SQLite daemon during its measured run; needs py-spy.)
+PostgreSQL: HITL_BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test), a
+fresh schema per run, dropped after; skipped (with a figure saying why) when unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_core import BODY, daemon_process, pct
+from bench_store import PG_URL, pg_schema, with_schema
+from scale_lib import Figure, table
+
+AREA = "intake"
+CLIENTS = 16
+TARGET_RATE = 1500.0
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Load:
+    """What one load run measured."""
+
+    count: int
+    seconds: float
+    latencies_ms: list[float]
+    statuses: dict[int, int]
+    client_cpu_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+    @property
+    def client_cores(self) -> float:
+        return self.client_cpu_s / self.seconds
+
+    @property
+    def failed(self) -> int:
+        return sum(n for status, n in self.statuses.items() if status not in (200, 201))
+
+
+class Connection(asyncio.Protocol):
+    """One keep-alive connection: send a create, read its response, send the next."""
+
+    def __init__(self, host: str, requests: Iterator[int], latencies: list[float], statuses: dict[int, int],
+                 prefix: str) -> None:
+        self.head = f"POST /v1/requests HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        self.requests = requests
+        self.latencies = latencies
+        self.statuses = statuses
+        self.prefix = prefix
+        self.buffer = b""
+        self.sent_at = 0.0
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.send_next()
+
+    def send_next(self) -> None:
+        assert self.transport is not None
+        n = next(self.requests, None)
+        if n is None:
+            self.transport.close()
+            return
+        body = json.dumps({**BODY, "external_id": f"{self.prefix}-{n}"}).encode()
+        self.sent_at = time.perf_counter()
+        self.transport.write(f"{self.head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = self.buffer[:end].decode("latin-1").lower()
+            length = 0
+            for line in head.split("\r\n")[1:]:
+                if line.startswith("content-length:"):
+                    length = int(line.split(":", 1)[1])
+            if len(self.buffer) < end + 4 + length:
+                return
+            self.buffer = self.buffer[end + 4 + length:]
+            status = int(head.split(" ", 2)[1])
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            self.latencies.append((time.perf_counter() - self.sent_at) * 1000)
+            self.send_next()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def load(ports: list[int], total: int, prefix: str, clients: int = CLIENTS) -> Load:
+    """`total` creates over `clients` keep-alive connections, spread round-robin on `ports`."""
+    loop = asyncio.get_running_loop()
+    requests = iter(range(total))
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    cpu0, start = time.process_time(), time.perf_counter()
+    connections = []
+    for i in range(clients):
+        port = ports[i % len(ports)]
+        _transport, protocol = await loop.create_connection(
+            lambda port=port: Connection(f"127.0.0.1:{port}", requests, latencies, statuses, prefix),  # type: ignore[misc]
+            "127.0.0.1", port)
+        connections.append(protocol)
+    await asyncio.gather(*(c.done for c in connections))
+    seconds = time.perf_counter() - start
+    return Load(len(latencies), seconds, latencies, statuses, time.process_time() - cpu0)
+
+
+def children_named(word: str) -> list[int]:
+    """Pids of this process's children whose command line holds `word` (the daemons)."""
+    me = str(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and word.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """utime + stime of a process, or of one of its threads (the main thread: the event loop)."""
+    path = f"/proc/{pid}/task/{thread}/stat" if thread is not None else f"/proc/{pid}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+@contextlib.asynccontextmanager
+async def daemons(store_url: str, count: int, log_level: str = "WARNING") -> AsyncIterator[list[tuple[int, int]]]:
+    """`count` daemons on `store_url`: yields (port, pid) of each."""
+    async with contextlib.AsyncExitStack() as stack:
+        out = []
+        for _ in range(count):
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
+            before = set(children_named("hitl-bridge"))
+            base, _log = await stack.enter_async_context(daemon_process(store_url, tmp, log_level))
+            [pid] = set(children_named("hitl-bridge")) - before
+            out.append((int(base.rsplit(":", 1)[1]), pid))
+        yield out
+
+
+@contextlib.contextmanager
+def profiling(pid: int, output: str | None) -> Iterator[None]:
+    """py-spy records `pid` while the block runs (nothing when `output` is None)."""
+    if output is None:
+        yield
+        return
+    fmt = {".json": "speedscope", ".txt": "raw"}.get(Path(output).suffix, "flamegraph")
+    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--output", output, "--format", fmt,
+                            "--rate", "250", "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(0.5)  # py-spy attaches
+    try:
+        yield
+    finally:
+        spy.send_signal(2)  # SIGINT: py-spy writes the profile and exits
+        spy.wait(timeout=60)
+
+
+async def sqlite_figures(total: int, warmup: int, profile: str | None, log_level: str = "WARNING") -> list[Figure]:
+    with tempfile.TemporaryDirectory() as tmp:
+        async with daemons(f"sqlite:///{tmp}/bridge.db", 1, log_level) as [(port, pid)]:
+            await load([port], warmup, "warm")
+            loop0, proc0 = cpu_seconds(pid, pid), cpu_seconds(pid)
+            with profiling(pid, profile):
+                run = await load([port], total, "run")
+            loop_cpu, proc_cpu = cpu_seconds(pid, pid) - loop0, cpu_seconds(pid) - proc0
+    return [
+        Figure(AREA, f"SQLite intake, {CLIENTS} clients, {run.count:,} creates ({run.failed} failed)",
+               f"{run.rate:,.0f}/s", f"≥ {TARGET_RATE:,.0f}/s", run.rate >= TARGET_RATE and run.failed == 0),
+        Figure(AREA, "SQLite intake latency p50 / p99", f"{pct(run.latencies_ms, 0.5):.1f} / "
+               f"{pct(run.latencies_ms, 0.99):.1f} ms", "-"),
+        Figure(AREA, "event-loop CPU per create (daemon's main thread)", f"{loop_cpu / run.count * 1000:.3f} ms",
+               "< 0.74 ms (issue)", loop_cpu / run.count * 1000 < 0.74),
+        Figure(AREA, "daemon CPU per create (all threads)", f"{proc_cpu / run.count * 1000:.3f} ms", "-"),
+        Figure(AREA, "load generator (1 process, raw keep-alive)", f"{run.client_cores:.2f} of a core", "-"),
+    ]
+
+
+async def postgres_figures(total: int, warmup: int) -> list[Figure]:
+    rates: list[float] = []
+    figures = []
+    for replicas in (1, 2, 3):
+        schema = f"hitl_bench_{secrets.token_hex(4)}"
+        await pg_schema(True, schema)
+        try:
+            async with daemons(with_schema(schema), replicas) as started:
+                ports = [port for port, _pid in started]
+                await load(ports, warmup, "warm")
+                cpu0 = [cpu_seconds(pid) for _port, pid in started]
+                run = await load(ports, total, "run")
+                cpu = sum(cpu_seconds(pid) - c for (_port, pid), c in zip(started, cpu0, strict=True))
+        finally:
+            await pg_schema(False, schema)
+        rates.append(run.rate)
+        growth = "" if replicas == 1 else f", ×{run.rate / rates[0]:.2f} of 1"
+        figures.append(Figure(
+            AREA, f"PostgreSQL intake, {replicas} replica{'s' if replicas > 1 else ''} ({run.failed} failed)",
+            f"{run.rate:,.0f}/s{growth} (p99 {pct(run.latencies_ms, 0.99):.0f} ms, "
+            f"{cpu / run.count * 1000:.2f} ms daemon CPU each)", "grows with replicas"))
+    return figures
+
+
+async def postgres_reachable() -> str | None:
+    import asyncpg
+
+    try:
+        conn = await asyncpg.connect(PG_URL, timeout=5)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    await conn.close()
+    return None
+
+
+async def measure(quick: bool, profile: str | None = None, stores: tuple[str, ...] = ("sqlite", "postgres"),
+                  ) -> list[Figure]:
+    """The intake figures; `quick`: fewer requests (a few seconds per run)."""
+    total, pg_total, warmup = (4000, 2000, 500) if quick else (20000, 8000, 2000)
+    figures = await sqlite_figures(total, warmup, profile) if "sqlite" in stores else []
+    if "sqlite" in stores:  # the same at the default log level: two INFO lines per create
+        info = await sqlite_figures(total // 2, warmup, None, "INFO")
+        figures.append(Figure(AREA, f"SQLite intake with INFO logs (the default), {CLIENTS} clients",
+                              f"{info[0].value}, {info[2].value} event-loop CPU", f"≥ {TARGET_RATE:,.0f}/s",
+                              info[0].met))
+    if "postgres" not in stores:
+        return figures
+    why_not = await postgres_reachable()
+    if why_not is not None:
+        figures.append(Figure(AREA, "PostgreSQL intake, 1/2/3 replicas", f"skipped: {why_not}", "grows with replicas"))
+    else:
+        figures += await postgres_figures(pg_total, warmup)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer requests per run")
+    parser.add_argument("--profile", help="py-spy output for the SQLite daemon (.svg flame graph, .json "
+                                          "speedscope, .txt collapsed stacks)")
+    parser.add_argument("--only", choices=("sqlite", "postgres"), help="measure one store only")
+    args = parser.parse_args()
+    print(f"{os.cpu_count()} cores; machine load {os.getloadavg()[0]:.2f} at start (the machine may be shared)")
+    print(table(asyncio.run(measure(args.quick, args.profile, (args.only,) if args.only else ("sqlite", "postgres")))))
+
+
+if __name__ == "__main__":
+    main()
