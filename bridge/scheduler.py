@@ -11,9 +11,12 @@ On start the index is rebuilt from the store and `run_due()` runs at once: a dea
 that passed during downtime fires immediately, exactly once (closing is a compare-and-set
 in the store); reminders missed during downtime collapse into one.
 
-With a store that replicas share (PostgreSQL), every replica also re-reads the timers due
-soon from the store every RESYNC (5 s): a request taken in by a replica that then stopped
-still gets its deadline, reminders and escalation from the others, at most RESYNC late.
+With a store that replicas share (PostgreSQL), a timer armed, re-armed or cleared on one
+replica reaches the others as it is committed (`touch`, fed by the store's change
+notifications, `bridge.store.pg_follow`), and every replica also re-reads the timers due
+soon from the store every RESYNC (5 s), and at once after missing notifications: a request
+taken in by a replica that then stopped still gets its deadline, reminders and escalation
+from the others, at most RESYNC late.
 When several replicas hold the same timer, each action is a compare-and-set in the store,
 so it happens once.
 

@@ -52,6 +52,7 @@ class LongPoll:
     async def _pass_on(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Route as the router would have without this endpoint (the FastAPI route)."""
         seen_self = False
+        partial: tuple[BaseRoute, Scope] | None = None
         for route in self.routes:
             if not seen_self:
                 seen_self = isinstance(route, Route) and route.endpoint is self
@@ -61,11 +62,18 @@ class LongPoll:
                 scope.update(child)
                 await route.handle(scope, receive, send)
                 return
-        raise HTTPException(404)
+            if match is Match.PARTIAL and partial is None:
+                partial = route, child
+        if partial is None:
+            raise HTTPException(404)
+        scope.update(partial[1])  # the path matches, the method does not: that route's 405
+        await partial[0].handle(scope, receive, send)
 
 
 def wait_of(scope: Scope) -> float | None:
-    """The `wait` of a long poll (0 < wait <= MAX_WAIT_S, given once), else None."""
+    """The `wait` of a long poll (a GET, 0 < wait <= MAX_WAIT_S, given once), else None."""
+    if scope.get("method") != "GET":  # HEAD (which Starlette adds to every GET route) is FastAPI's to refuse
+        return None
     values = [v for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
               if k == "wait"]
     if len(values) != 1 or not PLAIN_NUMBER.fullmatch(values[0]):

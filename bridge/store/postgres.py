@@ -118,8 +118,8 @@ class PostgresStore(Store):
     async def closed_among(self, request_ids: Sequence[str]) -> list[str]:
         ids = [encode_text(i) for i in request_ids]
         async with self._conn() as conn:
-            still_open = {r[0] for r in await conn.fetch(
-                "SELECT id FROM requests WHERE id = ANY($1::text[]) AND state IN ('pending','posted')", ids)}
+            rows = await conn.fetch("SELECT id, state FROM requests WHERE id = ANY($1::text[])", ids)
+        still_open = {r[0] for r in rows if r[1] in ("pending", "posted")}
         return [i for i, encoded in zip(request_ids, ids, strict=True) if encoded not in still_open]
 
     async def close(self) -> None:

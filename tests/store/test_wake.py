@@ -304,3 +304,12 @@ def test_notification_payloads_are_read_and_malformed_ones_refused() -> None:
         assert parse(bad) is None
     assert channel_of("hitl") == "hitl_bridge.hitl"
     assert len(channel_of("s" * 60).encode()) <= 63  # a long schema name still makes a valid channel
+
+
+async def test_other_methods_on_a_request_are_answered_as_before(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path) as daemon:
+        rid = await create(daemon)
+        async with httpx.AsyncClient(base_url=daemon.base_url, headers=AUTH) as client:
+            for params in ({"wait": "5"}, {}):
+                assert (await client.head(f"/v1/requests/{rid}", params=params)).status_code == 405
+                assert (await client.delete(f"/v1/requests/{rid}", params=params)).status_code == 405
