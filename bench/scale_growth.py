@@ -290,6 +290,7 @@ def work_copy(source: Path, tmp: Path) -> Path:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{target}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(source, target)
+    os.sync()  # the copy's write-back must not land on the measurements (GBs for the largest store)
     return target
 
 
