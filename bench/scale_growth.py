@@ -1,6 +1,6 @@
 """Scale, growth: everything stays flat as the store grows (issue 19). Prints figures; asserts nothing.
 
-    .venv/bin/python bench/scale_growth.py [--quick] [--code /work/main]
+    .venv/bin/python bench/scale_growth.py [--quick] [--code /work/main] [--postgres [URL]]
 
 Stores are seeded with bulk SQL inserts of realistic rows (a request body as the bridge
 writes it, one audit event each), not through the API: 0 requests, 100,000 open (posted,
@@ -20,7 +20,10 @@ Against a real daemon process (`hitl-bridge serve`, SQLite, an open loopback inb
 and in process, pruning (`store.retain_closed`) of the 1,000,000 closed: requests removed
 per second, in batches of 500.
 
-`--code DIR` runs the daemon from another checkout (e.g. /work/main, to measure "before").
+`--code DIR` runs the daemon from another checkout (e.g. /work/main, to measure "before";
+the retention part is left out then). `--postgres` also times, in process, the store calls
+behind the open page, the counts and the start-up timer scan on PostgreSQL at 1,000 open
+and at 100,000 open + 1,000,000 closed (schemas `growth_*` seeded once and kept).
 The machine is shared: figures move with its load (printed).
 """
 
