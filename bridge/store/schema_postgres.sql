@@ -33,7 +33,8 @@ CREATE INDEX IF NOT EXISTS ix_requests_state_page ON requests(state, created_at,
 CREATE INDEX IF NOT EXISTS ix_requests_page ON requests(created_at, id);
 CREATE INDEX IF NOT EXISTS ix_requests_next ON requests(next_at, id) INCLUDE (resume) WHERE next_at IS NOT NULL;
 -- how many requests each state holds, kept by triggers: /metrics and the inbox tabs read it, not the
--- rows. Spread over 16 shards, so that concurrent writers (replicas) seldom wait on one counter row.
+-- rows. One row per state and connection (64 shards by backend pid), so concurrent writers (replicas)
+-- never wait on one counter row.
 CREATE TABLE IF NOT EXISTS request_counts (
   state TEXT NOT NULL,
   shard INTEGER NOT NULL,
@@ -43,11 +44,11 @@ CREATE TABLE IF NOT EXISTS request_counts (
 CREATE OR REPLACE FUNCTION hitl_count_requests() RETURNS trigger LANGUAGE plpgsql AS $count$
 BEGIN
   IF TG_OP <> 'DELETE' THEN
-    INSERT INTO request_counts AS c (state, shard, n) VALUES (NEW.state, floor(random() * 16)::int, 1)
+    INSERT INTO request_counts AS c (state, shard, n) VALUES (NEW.state, pg_backend_pid() % 64, 1)
       ON CONFLICT (state, shard) DO UPDATE SET n = c.n + 1;
   END IF;
   IF TG_OP <> 'INSERT' THEN
-    INSERT INTO request_counts AS c (state, shard, n) VALUES (OLD.state, floor(random() * 16)::int, -1)
+    INSERT INTO request_counts AS c (state, shard, n) VALUES (OLD.state, pg_backend_pid() % 64, -1)
       ON CONFLICT (state, shard) DO UPDATE SET n = c.n - 1;
   END IF;
   RETURN NULL;
