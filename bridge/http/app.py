@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from bridge.config import Settings
 from bridge.http import api, long_poll
@@ -20,6 +20,11 @@ from bridge.service import BridgeService
 from bridge.store.base import StoreError
 
 COMPONENTS_KEY = "x-hitl-components"
+
+
+class FirstRoute(Route):
+    """A route the router tries before all others: a hot path (intake) skips matching the
+    API's routes first. Its path and method must be served by no other route."""
 
 
 def component_schemas(*models: type[BaseModel]) -> dict[str, Any]:
@@ -71,7 +76,8 @@ def create_app(
     app.state.metrics = metrics
     app.include_router(api.router)
     long_poll.install(app.router.routes)
-    app.router.routes.extend(extra_routes)
+    app.router.routes[0:0] = [r for r in extra_routes if isinstance(r, FirstRoute)]
+    app.router.routes.extend(r for r in extra_routes if not isinstance(r, FirstRoute))
     app.add_middleware(RequestGuard, settings=settings)  # Host, cross-site writes, throttles, docs
 
     build_openapi = app.openapi

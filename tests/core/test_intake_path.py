@@ -18,7 +18,7 @@ BODIES = [
     {"title": "t", "questions": [{"prompt": "p"}]},
     {"title": "Deploy «api»?", "external_id": "run-1", "questions": [{"id": "ok", "kind": "confirm", "prompt": "Go?"}],
      "context": {"f": 1.5, "big": 10**30, "text": "é\u2028\"quoted\"", "deep": {"a": [1, {"b": None}]}},
-     "labels": {"team": "core"}, "deadline": "2026-05-02T00:00:00Z", "timeout_s": 30,
+     "labels": {"team": "core"}, "deadline": "2099-05-02T00:00:00Z", "timeout_s": 30,
      "callback": {"url": "https://example.com/hook?a=\"1\"", "secret": "0123456789abcdef0123"}},
 ]
 
