@@ -10,6 +10,8 @@ future in a dict: it costs no CPU until its request changes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -33,6 +35,11 @@ class ChangeFeed:
         #: grows with every change seen (here or elsewhere): a live view compares it with the
         #: one it rendered and skips the store when nothing changed
         self.version = 0
+        #: this feed's name: a version seen by a browser means something only to the feed that
+        #: gave it (another replica, or this daemon before a restart, counts from elsewhere)
+        self.instance = secrets.token_hex(4)
+        #: live views waiting for any change at all (`until_changed`)
+        self._watchers: set[asyncio.Future[None]] = set()
         #: (request id, next timer instant or None) of a change made elsewhere: the scheduler
         self.on_timer: list[Callable[[str, datetime | None], None]] = []
         #: called after the follower missed changes for a while (a lost connection)
@@ -40,7 +47,7 @@ class ChangeFeed:
 
     # this process's changes ----------------------------------------------------------------
     def publish(self, request: Request) -> None:
-        self.version += 1
+        self._moved()
         for fut in self._waiters.pop(request.id, ()):
             if not fut.done():
                 fut.set_result(request)
@@ -48,7 +55,37 @@ class ChangeFeed:
             if queue.qsize() < 1000:  # a stuck subscriber must not grow without bound
                 queue.put_nowait(request)
 
+    def _moved(self) -> None:
+        self.version += 1
+        for fut in self._watchers:
+            if not fut.done():
+                fut.set_result(None)
+        self._watchers.clear()
+
     # waiting ---------------------------------------------------------------------------------
+    @property
+    def token(self) -> str:
+        """Where this feed is now, as a live view hands it back: `<instance>.<version>`."""
+        return f"{self.instance}.{self.version}"
+
+    async def until_changed(self, seen: str, within: float) -> bool:
+        """Wait until anything changes after `seen` (a `token` this feed gave), at most `within`
+        seconds. At once (False) when `seen` is not where this feed is now: another feed's,
+        stale, or garbage; True when it waited. One future per caller: no CPU while waiting."""
+        if seen != self.token or self._released:
+            return False
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._watchers.add(fut)
+        if self._someone_waits is not None:
+            self._someone_waits.set()  # the store's follower watches other processes meanwhile
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(within):
+                    await fut
+        finally:
+            self._watchers.discard(fut)
+        return True
+
     def waiter(self, request_id: str) -> Waiter:
         """A future resolved at the request's next change: with the request, or with None
         when it changed elsewhere or the daemon is shutting down (read it again). Register
@@ -69,6 +106,10 @@ class ChangeFeed:
     def release_waiters(self) -> None:
         """Shutting down: wake every long poll now (each answers with the request as it is)."""
         self._released = True
+        for watcher in self._watchers:
+            if not watcher.done():
+                watcher.set_result(None)
+        self._watchers.clear()
         for waiters in self._waiters.values():
             for fut in waiters:
                 if not fut.done():
@@ -82,6 +123,10 @@ class ChangeFeed:
             if not waiters:
                 self._waiters.pop(request_id, None)
 
+    def watching_count(self) -> int:
+        """Live views held until the next change."""
+        return len(self._watchers)
+
     def waiting_count(self) -> int:
         return sum(len(w) for w in self._waiters.values())
 
@@ -93,7 +138,7 @@ class ChangeFeed:
     async def until_waited(self) -> None:
         """Return once somebody waits (at once when somebody does): a follower that only
         serves waiters sleeps here, at no cost, while nobody waits."""
-        while not self._waiters:
+        while not self._waiters and not self._watchers:
             if self._someone_waits is None:
                 self._someone_waits = asyncio.Event()
             self._someone_waits.clear()
@@ -101,7 +146,7 @@ class ChangeFeed:
 
     def changed_elsewhere(self, request_ids: Iterable[str]) -> None:
         """Requests changed in another process: their waiters read them again."""
-        self.version += 1
+        self._moved()
         for request_id in request_ids:
             for fut in self._waiters.pop(request_id, ()):
                 if not fut.done():
@@ -114,7 +159,7 @@ class ChangeFeed:
 
     def gap(self) -> None:
         """Changes made elsewhere may have been missed (the follower reconnected)."""
-        self.version += 1
+        self._moved()
         for hook in self.on_gap:
             hook()
 

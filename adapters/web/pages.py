@@ -37,6 +37,11 @@ from bridge.ports import Clock, source_problems
 from bridge.service import BridgeService
 
 ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+#: a live fragment asked with the version the page last saw (the `X-Live-Seen` header) is held
+#: until something changes, at most this long: an open tab costs nothing while nothing happens
+LIVE_HOLD_S = 25.0
+SEEN_HEADER = "x-live-seen"
+VERSION_HEADER = "X-Live-Version"
 OPERATOR_PAGES = ("/docs", "/openapi.json", "/metrics", "/redoc")  # opened by an inbox session too
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -145,11 +150,22 @@ class Inbox:
         context = await self._list(request, viewer, self._state(request, viewer))
         return self._page(request, "list.html", viewer=viewer, now=self.clock.now(), **context)
 
+    async def _hold(self, request: Request) -> str:
+        """Wait until anything changed since the version the page saw (at once for none, a stale
+        or another replica's); the version now, taken before the fragment is read, so a change
+        while it is rendered shows at the next look."""
+        feed = self._service(request).changes
+        await feed.until_changed(request.headers.get(SEEN_HEADER, "")[:80], LIVE_HOLD_S)
+        return feed.token
+
     async def list_live(self, request: Request, viewer: Viewer) -> Response:
+        token = await self._hold(request)
         current = request.query_params.get("current", "")
         context = await self._list(request, viewer, self._state(request, viewer),
                                    current if ID_RE.fullmatch(current) else "")
-        return self.render.fragment(request, "_list_live.html", now=self.clock.now(), **context)
+        response = self.render.fragment(request, "_list_live.html", now=self.clock.now(), **context)
+        response.headers[VERSION_HEADER] = token
+        return response
 
     # one request --------------------------------------------------------------------------
     async def _load(self, request: Request) -> BridgeRequest | None:
@@ -182,12 +198,15 @@ class Inbox:
         return await self._detail(request, viewer, found, notice=notice)
 
     async def detail_live(self, request: Request, viewer: Viewer) -> Response:
+        token = await self._hold(request)
         found = await self._load(request)
         if found is None:
             return self._message(request, 404, "Not found", "There is no such request.", viewer)
         shown = await request_view(self._service(request), found, self.clock.now(), self._me(request, viewer))
         csrf = self.auth.csrf_token(self._browser(request)[0])
-        return self.render.fragment(request, "_detail_live.html", csrf=csrf, **shown)
+        response = self.render.fragment(request, "_detail_live.html", csrf=csrf, **shown)
+        response.headers[VERSION_HEADER] = token
+        return response
 
     def _posted_state(self, request: Request) -> ListState:
         """The list a form was posted from (its hidden `list` field), to go back to it."""

@@ -3,6 +3,7 @@ failed delivery, and hostile input on every inbox surface."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
@@ -39,7 +40,8 @@ async def test_list_is_newest_first_with_context_deadline_and_filters(tmp_path: 
 
 async def test_live_fragment_uses_etag_and_changes_when_a_request_arrives(tmp_path: Path) -> None:
     async with running_bridge(tmp_path) as bridge, Person(bridge.base_url) as person:
-        await create(bridge, CONFIRM)
+        waiting = await create(bridge, CONFIRM)
+        await wait_for(lambda: _state_is(bridge, waiting, RequestState.posted))  # posting follows the 201
         first = await person.get("/inbox/live?view=open")
         assert first.status_code == 200 and first.headers["etag"]
         same = await person.get("/inbox/live?view=open", headers={"If-None-Match": first.headers["etag"]})
@@ -52,6 +54,49 @@ async def test_live_fragment_uses_etag_and_changes_when_a_request_arrives(tmp_pa
         await person.answer(rid, {"q.region": "eu-west-1"})
         after = await person.get(f"/inbox/r/{rid}/live", headers={"If-None-Match": detail.headers["etag"]})
         assert after.status_code == 200 and 'data-open="false"' in after.text
+
+
+async def test_live_fragment_is_held_until_something_changes(tmp_path: Path) -> None:
+    """An open tab costs nothing while nothing happens: the page hands back the version it saw,
+    and the daemon answers its next look when something changes (not at a poll interval)."""
+    async with running_bridge(tmp_path) as bridge, Person(bridge.base_url) as person:
+        posted = await create(bridge, CONFIRM)
+        await wait_for(lambda: _state_is(bridge, posted, RequestState.posted))
+        feed = bridge.service.changes
+        first = await person.get("/inbox/live?view=open")
+        seen = first.headers["x-live-version"]
+        assert seen == feed.token
+        looks = {"If-None-Match": first.headers["etag"], "X-Live-Seen": seen}
+        held = asyncio.create_task(person.get("/inbox/live?view=open", headers=looks))
+        await wait_for(lambda: feed.watching_count() == 1)
+        assert not held.done()  # parked on the feed, reading nothing
+        rid = await create(bridge, CHOICE)
+        changed = await asyncio.wait_for(held, 10)
+        assert changed.status_code == 200 and f"row-{rid}" in changed.text
+        assert changed.headers["x-live-version"] != seen and feed.watching_count() == 0
+        # the request's own fragment is held the same way, and wakes when it is answered
+        detail = await person.get(f"/inbox/r/{rid}/live")
+        looks = {"If-None-Match": detail.headers["etag"], "X-Live-Seen": detail.headers["x-live-version"]}
+        held = asyncio.create_task(person.get(f"/inbox/r/{rid}/live", headers=looks))
+        await wait_for(lambda: feed.watching_count() == 1)
+        await person.answer(rid, {"q.region": "eu-west-1"})
+        after = await asyncio.wait_for(held, 10)
+        assert after.status_code == 200 and 'data-open="false"' in after.text
+        # a version from another replica or an earlier run, a stale one, or garbage: answered at once
+        for other in ("0badf00d.1", seen, "x" * 5000, b"\xe9.\xff"):
+            at_once = await person.get("/inbox/live?view=open", headers={"X-Live-Seen": other})
+            assert at_once.status_code == 200 and feed.watching_count() == 0
+
+
+async def test_a_held_live_fragment_is_answered_when_the_daemon_stops(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path) as bridge, Person(bridge.base_url) as person:
+        first = await person.get("/inbox/live?view=open")
+        held = asyncio.create_task(person.get("/inbox/live?view=open",
+                                              headers={"X-Live-Seen": first.headers["x-live-version"]}))
+        await wait_for(lambda: bridge.service.changes.watching_count() == 1)
+        bridge.service.changes.release_waiters()  # what a stop does first
+        released = await asyncio.wait_for(held, 10)
+        assert released.status_code == 200
 
 
 async def test_timeline_shows_the_audit_trail(tmp_path: Path) -> None:

@@ -66,13 +66,20 @@
     var url = el.getAttribute("data-live-url");
     var interval = parseInt(el.getAttribute("data-live-interval"), 10) || 1000;
     var etag = null;
-    var busy = false;
+    var seen = null;  // the daemon's version at the last look: it holds the next look until a change
     function poll() {
-      if (busy || document.hidden || undo.sending) return;
-      busy = true;
-      fetch(url, { headers: etag ? { "If-None-Match": etag } : {}, credentials: "same-origin", cache: "no-store" })
+      if (document.hidden || undo.sending) { setTimeout(poll, interval); return; }
+      var headers = {};
+      if (etag) headers["If-None-Match"] = etag;
+      if (seen) headers["X-Live-Seen"] = seen;
+      var asked = seen;
+      var ok = false;
+      var started = Date.now();
+      fetch(url, { headers: headers, credentials: "same-origin", cache: "no-store" })
         .then(function (response) {
           if (response.status === 401) { window.location.reload(); return null; }
+          seen = response.headers.get("X-Live-Version");
+          ok = response.status === 200 || response.status === 304;
           if (response.status !== 200) return null;
           etag = response.headers.get("ETag");
           return response.text();
@@ -89,9 +96,15 @@
           closeAnswerForm();
         })
         .catch(function () { /* the daemon restarts or the network blips: try again later */ })
-        .finally(function () { busy = false; });
+        .finally(function () {
+          // held by the daemon (it knew our version): look again soon, it answers at the next
+          // change, but never more often than once an interval (a busy daemon changes all the
+          // time); otherwise (first look, another replica, an error) after the usual interval
+          var held = ok && asked && seen && asked.split(".")[0] === seen.split(".")[0];
+          setTimeout(poll, held ? Math.max(50, interval - (Date.now() - started)) : interval);
+        });
     }
-    setInterval(poll, interval);
+    setTimeout(poll, interval);
   }
 
   function countRows() {
