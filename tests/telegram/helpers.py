@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from bridge.daemon import Daemon
-from bridge.models import Request
+from bridge.models import Request, RequestState
 from tests.fakes.telegram_api import FakeTelegram
 from tests.harness import merge, running_bridge, wait_for
 
@@ -84,6 +84,14 @@ async def posted_message(fake: FakeTelegram, chat_id: int, request_title: str, t
         return next((m for m in fake.sent_to(chat_id) if request_title in m["text"]), None)
     message: dict[str, Any] = await fake.wait_for(find, timeout)
     return message
+
+
+async def posts_recorded(daemon: Any, timeout: float = 10.0) -> None:
+    """Wait until no request is still `pending`: a message is out before the store records its
+    copy, and /pending lists what the store says."""
+    async def none_pending() -> bool:
+        return not await daemon.store.list_requests(states=[RequestState.pending], limit=1)
+    await wait_for(none_pending, timeout)
 
 
 async def last_text_to(fake: FakeTelegram, chat_id: int, contains: str, timeout: float = 10.0) -> dict[str, Any]:

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 
 from tests.fakes.telegram_api import FakeTelegram
-from tests.telegram.helpers import closed, confirm, last_text_to, posted_message, submit, telegram_bridge
+from tests.telegram.helpers import (
+    closed,
+    confirm,
+    last_text_to,
+    posted_message,
+    posts_recorded,
+    submit,
+    telegram_bridge,
+)
 
 ROUTES = {"routes": [
     {"match": {"labels.team": "db"}, "notify": ["telegram:77"]},  # Bob's
@@ -27,6 +35,8 @@ async def test_pending_lists_this_chats_requests_and_shows_one_again(tmp_path: P
         await posted_message(fake, 77, "Drop table")
         await ann.press(await posted_message(fake, 42, "Old question"), "Approve")
         await closed(daemon, answered)
+
+        await posts_recorded(daemon)
 
         await ann.say("/pending")
         listing = await last_text_to(fake, 42, "waiting for an answer here")
@@ -54,6 +64,8 @@ async def test_pending_lists_this_chats_requests_and_shows_one_again(tmp_path: P
             await fake.wait_for(lambda c=copy: "Approved by Ann" in fake.message(42, c["message_id"])["text"])
         assert len(copies()) == 2
 
+        await posts_recorded(daemon)
+
         await bob.say("/pending")
         assert "1 waiting" in (await last_text_to(fake, 77, "waiting for an answer here"))["text"]
         await ann.press(listing, "Deploy")  # the listing is stale now: answered requests say so
@@ -65,12 +77,14 @@ async def test_pending_with_nothing_waiting_and_a_stranger_pressing(tmp_path: Pa
     ann, eve = fake.person(42, "Ann"), fake.person(666, "Eve")
     async with telegram_bridge(tmp_path, fake, responders=["telegram:42"]) as daemon:
         assert [c for c, _ in fake.commands] == ["pending", "cancel", "start"]  # the / menu
+        await posts_recorded(daemon)
         await eve.say("/pending")
         await last_text_to(fake, 666, "Nothing is waiting for an answer here.")
         rid = await submit(daemon, confirm("Deploy"))
         await posted_message(fake, 42, "Deploy")
+        await posts_recorded(daemon)
         await ann.say("/pending")
-        listing = await last_text_to(fake, 42, "waiting for an answer here")
+        listing = await last_text_to(fake, 42, "Deploy")
         # a forwarded listing's button pressed by someone else, in another chat: not valid
         forged = dict(listing, chat={"id": 666, "type": "private"})
         await eve.press_raw(forged, ann.buttons(listing)[0]["callback_data"])
@@ -107,11 +121,13 @@ async def test_pending_in_a_private_chat_finds_group_requests_naming_you(tmp_pat
         await posted_message(fake, -1001, "Deploy web")
         await posted_message(fake, -1001, "Team lunch?")
 
+        await posts_recorded(daemon)
         await ann.say("/pending", chat_id=-1001)  # in the group: both copies there
         assert "2 waiting" in (await last_text_to(fake, -1001, "waiting for an answer here"))["text"]
         await ann.say("/pending")  # in her private chat: only the one naming her
         listing = await last_text_to(fake, 42, "waiting for an answer here")
         assert "1 waiting" in listing["text"] and "Team lunch" not in listing["text"]
+        await posts_recorded(daemon)
         await bob.say("/pending")
         await last_text_to(fake, 77, "Nothing is waiting for an answer here.")
 
