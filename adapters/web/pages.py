@@ -3,6 +3,7 @@ login and logout. Every handler reads the core through `request.app.state.bridge
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -155,7 +156,16 @@ class Inbox:
         or another replica's); the version now, taken before the fragment is read, so a change
         while it is rendered shows at the next look."""
         feed = self._service(request).changes
-        await feed.until_changed(request.headers.get(SEEN_HEADER, "")[:80], LIVE_HOLD_S)
+        seen = request.headers.get(SEEN_HEADER, "")[:80]
+        if seen != feed.token:
+            return feed.token  # nothing to hold: changed since, another replica's, or none
+        changed = asyncio.ensure_future(feed.until_changed(seen, LIVE_HOLD_S))
+        gone = asyncio.ensure_future(_disconnected(request))  # a closed tab lets go at once
+        try:
+            await asyncio.wait({changed, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (changed, gone):
+                task.cancel()
         return feed.token
 
     async def list_live(self, request: Request, viewer: Viewer) -> Response:
@@ -335,3 +345,10 @@ class Inbox:
 def _first(form: dict[str, list[str]], name: str) -> str | None:
     values = form.get(name)
     return values[0] if values else None
+
+
+async def _disconnected(request: Request) -> None:
+    """Return when the browser has gone (a GET has no body left to read: the next message is
+    the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass

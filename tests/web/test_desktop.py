@@ -5,6 +5,7 @@ shortcuts), and the system's dark mode followed."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ import pytest_asyncio
 from playwright.async_api import expect
 
 from bridge.daemon import Daemon
-from tests.harness import running_bridge
+from tests.harness import running_bridge, wait_for
 from tests.web.browser import Browser, Page, chromium, needs_chromium, new_page, visible_box
 from tests.web.helpers import CHOICE, CONFIRM, TEXT, create
 from tests.web.test_browser import answered
@@ -180,3 +181,22 @@ async def test_hostile_markdown_loads_nothing_and_runs_nothing(bridge: Daemon, b
         await page.mouse.click(10, 10)
         assert await page.evaluate("window.__pwned === undefined")
         assert elsewhere == []
+
+
+async def test_live_views_wait_for_changes_and_a_hidden_tab_lets_go(browser: Browser, tmp_path: Path) -> None:
+    """The open page's live views are held by the daemon until something changes (a new
+    request shows without a reload), and a tab that is hidden gives its held looks back."""
+    async with running_bridge(tmp_path) as daemon:
+        feed = daemon.service.changes
+        rid = await create(daemon, CONFIRM)
+        async with new_page(browser, **DESKTOP) as page:
+            await page.goto(f"{daemon.base_url}/inbox/r/{rid}")
+            await wait_for(lambda: feed.watching_count() == 2)  # the list's look and the request's
+            later = await create(daemon, CHOICE)
+            await expect(page.locator(f"#row-{later}")).to_be_visible()
+            await wait_for(lambda: feed.watching_count() == 2)  # and held again
+            await page.evaluate("""() => {
+                Object.defineProperty(document, "hidden", {value: true, configurable: true});
+                document.dispatchEvent(new Event("visibilitychange"));
+            }""")
+            await wait_for(lambda: feed.watching_count() == 0, timeout=3.0)  # before any hold would end

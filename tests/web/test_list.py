@@ -99,6 +99,18 @@ async def test_live_fragment_is_held_until_something_changes(tmp_path: Path) -> 
             assert at_once.status_code == 200 and feed.watching_count() == 0
 
 
+async def test_a_held_look_lets_go_when_the_browser_goes(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path) as bridge:
+        feed = bridge.service.changes
+        async with Person(bridge.base_url) as person:
+            first = await person.get("/inbox/live?view=open")
+            held, _ = await _parked(person, feed, "/inbox/live?view=open", first)
+            held.cancel()  # the tab is closed: its connection with it
+        # let go at the disconnect, well before anything else would end the hold (the store's idle
+        # WAL truncation after 5 s moves the feed too; the hold itself lasts 25 s)
+        await wait_for(lambda: feed.watching_count() == 0, timeout=3.0)
+
+
 async def test_a_held_live_fragment_is_answered_when_the_daemon_stops(tmp_path: Path) -> None:
     async with running_bridge(tmp_path) as bridge, Person(bridge.base_url) as person:
         first = await person.get("/inbox/live?view=open")

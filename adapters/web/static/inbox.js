@@ -67,6 +67,11 @@
     var interval = parseInt(el.getAttribute("data-live-interval"), 10) || 1000;
     var etag = null;
     var seen = null;  // the daemon's version at the last look: it holds the next look until a change
+    var inflight = null;  // the look in flight; a hidden tab gives its connection back (browsers
+    // open only a few connections per site: held looks of background tabs would starve the rest)
+    document.addEventListener("visibilitychange", function () {
+      if (document.hidden && inflight) inflight.abort();
+    });
     function poll() {
       if (document.hidden || undo.sending) { setTimeout(poll, interval); return; }
       var headers = {};
@@ -75,7 +80,8 @@
       var asked = seen;
       var ok = false;
       var started = Date.now();
-      fetch(url, { headers: headers, credentials: "same-origin", cache: "no-store" })
+      inflight = new AbortController();
+      fetch(url, { headers: headers, credentials: "same-origin", cache: "no-store", signal: inflight.signal })
         .then(function (response) {
           if (response.status === 401) { window.location.reload(); return null; }
           seen = response.headers.get("X-Live-Version");
@@ -97,6 +103,7 @@
         })
         .catch(function () { /* the daemon restarts or the network blips: try again later */ })
         .finally(function () {
+          inflight = null;
           // held by the daemon (it knew our version): look again soon, it answers at the next
           // change, but never more often than once an interval (a busy daemon changes all the
           // time); otherwise (first look, another replica, an error) after the usual interval

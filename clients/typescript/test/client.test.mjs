@@ -100,7 +100,12 @@ describe("the rest of the API and refusals", () => {
   test("create, list, get, answer, cancel, events, sources", async () => {
     const first = await client.create(requestBody("Ship it?", undefined, { labels: { team: "a" } }));
     const second = await client.create({ title: "Where?", questions: [choice("env", "Where?", ["a", "b"])] });
-    assert.deepEqual((await client.list({ state: "posted" })).slice(0, 2).map((r) => r.id), [second, first]);
+    // posting follows the 201: wait until both are posted, then they list newest first
+    const posted = await waitFor(async () => {
+      const ids = (await client.list({ state: "posted" })).map((r) => r.id);
+      return ids.includes(first) && ids.includes(second) ? ids : null;
+    });
+    assert.deepEqual(posted.filter((id) => id === first || id === second), [second, first]);
     const view = await client.answer(first, { value: "no", responder: "ana", reason: "freeze" });
     assert.equal(view.state, "answered");
     await assert.rejects(client.answer(first, { value: "yes" }), (e) => e instanceof Conflict && e.status === 409);
@@ -214,15 +219,22 @@ describe("callbacks", () => {
   });
 });
 
-async function waitForOpen(title, url = daemon.url) {
-  const reader = url === daemon.url ? client : new Client({ baseUrl: url, token: TOKEN });
-  const deadline = Date.now() + 20_000;
+async function waitFor(check, what = "condition", within = 20_000) {
+  const deadline = Date.now() + within;
   for (;;) {
-    const found = (await reader.list({ state: "posted" })).filter((r) => r.title === title);
-    if (found.length) return found;
-    if (Date.now() > deadline) throw new Error(`no open request titled ${title}`);
+    const found = await check();
+    if (found) return found;
+    if (Date.now() > deadline) throw new Error(`${what}: not met in time`);
     await new Promise((done) => setTimeout(done, 20));
   }
+}
+
+async function waitForOpen(title, url = daemon.url) {
+  const reader = url === daemon.url ? client : new Client({ baseUrl: url, token: TOKEN });
+  return waitFor(async () => {
+    const found = (await reader.list({ state: "posted" })).filter((r) => r.title === title);
+    return found.length ? found : null;
+  }, `an open request titled ${title}`);
 }
 
 describe("replies that are not the API", () => {
