@@ -127,8 +127,17 @@ async def daemon_process(store_url: str, tmp: str, log_level: str = "WARNING") -
             await wait_up(base)
             yield base, log
         finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a daemon the bench started: SIGTERM, and SIGKILL if it has not ended in 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 async def main() -> None:

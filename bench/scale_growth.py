@@ -51,6 +51,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_core import stop  # noqa: E402
 from bench.scale_lib import Figure, table  # noqa: E402
 from bridge.models import Answer, Question, QuestionKind, Request, RequestState, Responder  # noqa: E402
 from bridge.store.sqlite_rows import migrate  # noqa: E402
@@ -221,12 +222,7 @@ async def daemon(db: Path, tmp: Path, code: Path | None, *,
                 await asyncio.sleep(0.02)
         yield base, proc.pid, time.perf_counter() - began
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.close()
 
 

@@ -36,7 +36,7 @@ import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_core import BODY, free_port, pct, wait_up
+from bench_core import BODY, free_port, pct, stop, wait_up
 from scale_lib import Figure, table
 
 AREA = "waiting"
@@ -85,12 +85,7 @@ async def daemon(store_url: str, tmp: Path, name: str) -> AsyncIterator[Daemon]:
             await wait_up(base)
             yield Daemon(base, port, proc)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 async def create(base: str, count: int, concurrency: int = 16) -> list[str]:
