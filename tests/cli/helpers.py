@@ -5,18 +5,16 @@ folder with a clean environment."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from hitl_bridge_client import Client
+
+from tests.processes import ServeChild
 
 HITL = str(Path(sys.executable).parent / "hitl-bridge")
 OPS = "ops-token-0123456789abcdef"  # an ordinary token: answers count as api:ops
@@ -47,38 +45,14 @@ def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | N
     return Run(done.returncode, done.stdout, done.stderr)
 
 
-class Served:
+class Served(ServeChild):
     """`hitl-bridge serve` in its own folder; stderr collected line by line."""
 
     def __init__(self, home: Path, config: dict[str, Any], *extra: str) -> None:
         self.home = home
         self.config = home / "hitl-bridge.yaml"
         self.config.write_text(yaml.safe_dump(config))
-        self.proc = subprocess.Popen([HITL, *extra, "serve"], cwd=home, env=clean_env(), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.url = ""
-        self.changed = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-            found = re.search(r"listening on (http://\S+)", line)
-            if found:
-                self.url = found.group(1)
-            self.changed.set()
-        self.changed.set()
-
-    def until(self, check: Callable[[], Any], within: float = 30.0) -> Any:
-        """Wait for `check()` to hold as the daemon's output grows, with a deadline."""
-        deadline = time.monotonic() + within
-        while not (found := check()):
-            assert time.monotonic() < deadline, "\n".join(self.lines[-30:])
-            self.changed.clear()
-            self.changed.wait(0.1)
-        return found
+        super().__init__([HITL, *extra, "serve"], home, clean_env())
 
     def started(self) -> Served:
         self.until(lambda: self.url or self.proc.poll() is not None)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import time
 import uuid
 from pathlib import Path
 
 import pexpect
 
 from tests.cli.helpers import HITL, LEAD, Served, create, env_for
+from tests.processes import poll_until
 
 SECRET = "pa55-w0rd-never-echoed"
 
@@ -34,13 +34,11 @@ def wait_until_reading(child: pexpect.spawn, within: float = 15.0) -> None:
     """Block until the child waits for input. A Ctrl-C that lands after input() showed its prompt
     but before readline's select() starts is only noticed at the next key (CPython's readline
     checks for signals when select() is interrupted), so a test must not press it earlier."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    def reading() -> bool:
         with contextlib.suppress(OSError):
-            if Path(f"/proc/{child.pid}/syscall").read_text().split(" ", 1)[0] in WAITING_FOR_INPUT:
-                return
-        time.sleep(0.01)  # polling a state with a deadline, not waiting for time to pass
-    raise AssertionError(f"the child never waited for input within {within} s")
+            return Path(f"/proc/{child.pid}/syscall").read_text().split(" ", 1)[0] in WAITING_FOR_INPUT
+        return False
+    assert poll_until(reading, within=within, every=0.01), f"the child never waited for input within {within} s"
 
 
 def test_inbox_answers_each_kind_in_place_and_follows_new_requests(daemon: Served, elsewhere: Path) -> None:

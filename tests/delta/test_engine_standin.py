@@ -85,16 +85,14 @@ def test_sigint_interrupts_and_the_run_resumes(tmp_path: Path) -> None:
     import signal
     import subprocess
     import sys
-    import time
 
     from tests.delta.helpers import ENGINE
+    from tests.processes import poll_until
 
     message = "Deploy HARNESS_SCRIPT " + json.dumps({"asks": [ASKS[0]], "work_s": 30})
     proc = subprocess.Popen([sys.executable, ENGINE, "run", "-y", "-w", str(tmp_path), "-m", message],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while not list(tmp_path.glob(".delta/*/journal.jsonl")) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    assert poll_until(lambda: list(tmp_path.glob(".delta/*/journal.jsonl")), within=10), "the run never started"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(10) == 130
     (meta,) = tmp_path.glob(".delta/*/metadata.json")

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
-import subprocess
 import sys
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
 from bridge.daemon import EXIT_GRACE_S, STOP_DEADLINE_S
 from tests.delta.helpers import make_v1_10_workspace
+from tests.processes import ServeChild
 
 RUN = "20261122_012445_4242f7"
 HITL = str(Path(sys.executable).parent / "hitl-bridge")
@@ -31,37 +31,9 @@ def ask(mailbox: Path, request_id: str) -> None:
     (mailbox / "request.json").write_text(json.dumps({"request_id": request_id, "prompt": "Go?"}))
 
 
-class Served:
-    """A `hitl-bridge serve` child; its stderr is collected line by line."""
-
-    def __init__(self, argv: list[str], cwd: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HITL_BRIDGE", "SLACK_", "TELEGRAM_"))}
-        self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.lines: list[str] = []
-        self.url = ""
-        self.listening = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-            found = re.search(r"listening on (http://\S+)", line)
-            if found:
-                self.url = found.group(1)
-                self.listening.set()
-
-    def poll(self, check: object, within: float = 15.0) -> object:
-        """Call `check()` until it returns something truthy, with a deadline."""
-        deadline = time.monotonic() + within
-        while True:
-            result = check()  # type: ignore[operator]
-            if result:
-                return result
-            assert self.proc.poll() is None, "\n".join(self.lines)
-            assert time.monotonic() < deadline, "\n".join(self.lines[-30:])
-            self.listening.wait(0.05)
+def poll(served: ServeChild, check: Callable[[], Any]) -> Any:
+    """`check()` once it holds, the daemon still running, with a deadline."""
+    return served.until(check, within=15.0, alive=True)
 
 
 def test_serve_reports_every_hostile_workspace_once_and_stops_within_its_bound_on_sigterm(tmp_path: Path) -> None:
@@ -92,20 +64,21 @@ def test_serve_reports_every_hostile_workspace_once_and_stops_within_its_bound_o
     argv = [HITL, "--config", str(config), "serve"]
     if os.geteuid() == 0 and unprivileged:
         argv = ["setpriv", *NO_DAC, *argv]
-    served = Served(argv, tmp_path)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HITL_BRIDGE", "SLACK_", "TELEGRAM_"))}
+    served = ServeChild(argv, tmp_path, env)
     try:
-        served.poll(served.listening.is_set)
+        poll(served, lambda: served.url)
         with httpx.Client(base_url=served.url, timeout=5) as client:
             def shown() -> set[str]:
                 return {r["external_id"] for r in client.get("/v1/requests").json()["requests"]}
 
-            served.poll(lambda: "req-good" in shown())
+            poll(served, lambda: "req-good" in shown())
 
             def problems() -> dict[str, str] | None:
                 found = {p["where"]: p["reason"] for p in client.get("/v1/sources").json()["sources"][0]["problems"]}
                 return found if refused.keys() <= found.keys() else None
 
-            found = served.poll(problems)
+            found = poll(served, problems)
             assert isinstance(found, dict)
             for where, why in refused.items():
                 assert why in found[where], (where, found[where])
