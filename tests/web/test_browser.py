@@ -4,27 +4,18 @@ and watch live updates arrive without reloading."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
-import pytest_asyncio
 
 from bridge.daemon import Daemon
 from bridge.models import Request
 from tests.harness import running_bridge, wait_for
-from tests.web.browser import Browser, chromium, needs_chromium, new_page
+from tests.web.browser import Browser, needs_chromium, new_page
 from tests.web.helpers import CHOICE, CONFIRM, EDIT, FORM, MULTI, SECRET, TEXT, create
 
 pytestmark = [pytest.mark.browser, needs_chromium, pytest.mark.asyncio(loop_scope="module")]
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    """One Chromium for the module (a launch costs about a second); each test has its own context."""
-    async with chromium() as shared:
-        yield shared
 
 
 async def answered(bridge: Daemon, rid: str) -> Request:

@@ -4,35 +4,21 @@ shortcuts), and the system's dark mode followed."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from playwright.async_api import expect
 
 from bridge.daemon import Daemon
 from tests.harness import running_bridge, wait_for
-from tests.web.browser import Browser, Page, chromium, needs_chromium, new_page, visible_box
+from tests.web.browser import Browser, Page, needs_chromium, new_page, visible_box
 from tests.web.helpers import CHOICE, CONFIRM, TEXT, create
 from tests.web.test_browser import answered
 
 pytestmark = [pytest.mark.browser, needs_chromium, pytest.mark.asyncio(loop_scope="module")]
 
 DESKTOP: dict[str, Any] = {"viewport": {"width": 1280, "height": 860}}
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as shared:
-        yield shared
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def bridge(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Daemon]:
-    async with running_bridge(tmp_path_factory.mktemp("desktop")) as daemon:
-        yield daemon
 
 
 async def focused(page: Page) -> str:

@@ -6,16 +6,13 @@ left. The emailed answer page works the same way."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from bridge.daemon import Daemon
 from bridge.models import Request
-from tests.harness import running_bridge
-from tests.web.browser import Browser, Page, chromium, needs_chromium, new_page, visible_box
+from tests.web.browser import Browser, Page, needs_chromium, new_page, visible_box
 from tests.web.helpers import CONFIRM, FORM, MIXED, create
 from tests.web.scene import DESCRIPTION
 from tests.web.test_browser import answered
@@ -26,18 +23,6 @@ PHONE: dict[str, Any] = {"viewport": {"width": 390, "height": 844}, "is_mobile":
                          "device_scale_factor": 2}
 LONG = {**CONFIRM, "description": DESCRIPTION * 3,
         "context": {"ticket": "SUP-1", "notes": "word " * 400, "nested": {"a": {"b": [1, 2, 3]}}}}
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def browser() -> AsyncIterator[Browser]:
-    async with chromium() as shared:
-        yield shared
-
-
-@pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def bridge(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Daemon]:
-    async with running_bridge(tmp_path_factory.mktemp("phone")) as daemon:
-        yield daemon
 
 
 async def box(page: Page, selector: str) -> dict[str, float]:
