@@ -14,7 +14,6 @@ import contextlib
 import json
 import secrets
 import signal
-import socket
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from starlette.routing import Route as HttpRoute
 
 from bridge.config import EMBEDDED, HttpSettings, Route, Settings
 from bridge.errors import ConfigError
+from bridge.http.listen import port_taken
 from bridge.http.loopback import serving
 
 Out = Callable[[str], None]
@@ -188,7 +188,7 @@ async def _run(demo: Settings, settings: Settings, out: Out, stop: asyncio.Event
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
-    problem = _cannot_listen(demo.http.host, demo.http.port)
+    problem = port_taken(demo.http.host, demo.http.port)
     if problem:
         out(f"demo: cannot listen on {demo.http.listen} ({problem}): is `hitl-bridge serve` running? "
             "Try `hitl-bridge demo --listen 127.0.0.1:0`.")
@@ -249,17 +249,6 @@ async def _wind_down(client: AsyncClient, daemon: Any, ids: list[str], out: Out)
             return
         await asyncio.sleep(0.05)
     out(f"demo: {len(set(pending))} outcome(s) still undelivered to the demo receiver")
-
-
-def _cannot_listen(host: str, port: int) -> str | None:
-    """Why `host:port` cannot be bound, checked before starting (uvicorn exits the process)."""
-    if port == 0:
-        return None
-    try:
-        with socket.create_server((host, port)):
-            return None
-    except OSError as exc:
-        return exc.strerror or str(exc)
 
 
 async def _stop_quietly(daemon: Any) -> None:

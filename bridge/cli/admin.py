@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import socket
 
 import click
 
 from bridge.cli.exits import REFUSED, USAGE, Failed, codes
 from bridge.cli.options import Cli, config_failure, config_option, daemon_options, json_option
+from bridge.http.listen import port_taken
 
 
 @click.command(short_help="Run the daemon (web inbox, HTTP API, sources, channels).",
@@ -51,17 +50,6 @@ def serve(cli: Cli) -> int:
     except OSError as exc:  # the port taken since the check, a store that will not open...
         raise Failed(f"hitl-bridge could not start: {exc}", REFUSED) from None
     return 0
-
-
-def port_taken(host: str, port: int) -> str | None:
-    """Why `host:port` cannot be bound right now, else None (port 0 is always free)."""
-    if port == 0:
-        return None
-    try:
-        with socket.create_server((host, port)):
-            return None
-    except OSError as exc:
-        return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 @click.command(short_help="Check config, store, platforms, engines and the running daemon.",
