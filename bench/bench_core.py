@@ -110,24 +110,32 @@ def pct(values: list[float], p: float) -> float:
 
 
 @contextlib.asynccontextmanager
+async def serve_process(tmp: Path, port: int, config: str,
+                        name: str = "daemon") -> AsyncIterator[subprocess.Popen[bytes]]:
+    """`hitl-bridge serve` as its own process on `config` (written to tmp/<name>.yaml, its
+    output to tmp/<name>.log), once http://127.0.0.1:`port` answers; stopped after the block."""
+    path = tmp / f"{name}.yaml"
+    path.write_text(config)
+    exe = Path(sys.executable).parent / "hitl-bridge"
+    with (tmp / f"{name}.log").open("w") as out:
+        proc = subprocess.Popen([str(exe), "-c", str(path), "serve"], stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
+        try:
+            await wait_up(f"http://127.0.0.1:{port}")
+            yield proc
+        finally:
+            stop(proc)
+
+
+@contextlib.asynccontextmanager
 async def daemon_process(store_url: str, tmp: str, log_level: str = "WARNING") -> AsyncIterator[tuple[str, Path]]:
     """`hitl-bridge serve` as its own process on `store_url`, up and answering; yields its
     base URL and its log file (read it after the block: the process has ended)."""
     port = free_port()
-    config = Path(tmp) / "bench.yaml"
-    config.write_text(f"store: {{url: '{store_url}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
-                      f"sources: [{{type: webhook}}]\nlog_level: {log_level}\n")
-    log = Path(tmp) / "daemon.log"
-    exe = Path(sys.executable).parent / "hitl-bridge"
-    with log.open("w") as out:
-        proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            await wait_up(base)
-            yield base, log
-        finally:
-            stop(proc)
+    config = (f"store: {{url: '{store_url}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
+              f"sources: [{{type: webhook}}]\nlog_level: {log_level}\n")
+    async with serve_process(Path(tmp), port, config, "bench"):
+        yield f"http://127.0.0.1:{port}", Path(tmp) / "bench.log"
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 import httpx
 import httpx2
-from bench_core import free_port, pct, wait_up  # bench/ is on the path: run as a script
+from bench_core import free_port, pct, serve_process  # bench/ is on the path: run as a script
 from hitl_bridge_client import AsyncClient, request_body
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -42,21 +41,10 @@ ARGS = {"tool_name": "deploy", "arguments": {"service": "api", "version": "2.3"}
 @contextlib.asynccontextmanager
 async def daemon(tmp: str) -> AsyncIterator[str]:
     port = free_port()
-    config = Path(tmp) / "bench.yaml"
-    config.write_text(f"store: {{url: 'sqlite:///{tmp}/bridge.db'}}\nhttp: {{listen: '127.0.0.1:{port}', "
-                      f"api_tokens: {{bench: '{TOKEN}'}}}}\nsources: [{{type: webhook}}, {{type: mcp}}]\n"
-                      "log_level: WARNING\n")
-    exe = Path(sys.executable).parent / "hitl-bridge"
-    with (Path(tmp) / "daemon.log").open("w") as out:
-        proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            await wait_up(base)
-            yield base
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+    config = (f"store: {{url: 'sqlite:///{tmp}/bridge.db'}}\nhttp: {{listen: '127.0.0.1:{port}', "
+              f"api_tokens: {{bench: '{TOKEN}'}}}}\nsources: [{{type: webhook}}, {{type: mcp}}]\nlog_level: WARNING\n")
+    async with serve_process(Path(tmp), port, config):
+        yield f"http://127.0.0.1:{port}"
 
 
 async def measure(base: str, count: int, start: Callable[[], Awaitable[Any]]) -> list[float]:

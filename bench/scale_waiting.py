@@ -36,7 +36,7 @@ import asyncpg
 import httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_core import BODY, free_port, pct, stop, wait_up
+from bench_core import BODY, free_port, pct, serve_process
 from scale_lib import Figure, table
 
 AREA = "waiting"
@@ -72,20 +72,11 @@ def raise_fd_limit() -> int:
 @contextlib.asynccontextmanager
 async def daemon(store_url: str, tmp: Path, name: str) -> AsyncIterator[Daemon]:
     port = free_port()
-    config = tmp / f"{name}.yaml"
-    config.write_text(f"store: {{url: '{store_url}'}}\n"
-                      f"http: {{listen: '127.0.0.1:{port}', max_connections: 15000}}\n"
-                      "sources: [{type: webhook}]\nlog_level: WARNING\n")
-    exe = Path(sys.executable).parent / "hitl-bridge"
-    with (tmp / f"{name}.log").open("w") as out:
-        proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            await wait_up(base)
-            yield Daemon(base, port, proc)
-        finally:
-            stop(proc)
+    config = (f"store: {{url: '{store_url}'}}\n"
+              f"http: {{listen: '127.0.0.1:{port}', max_connections: 15000}}\n"
+              "sources: [{type: webhook}]\nlog_level: WARNING\n")
+    async with serve_process(tmp, port, config, name) as proc:
+        yield Daemon(f"http://127.0.0.1:{port}", port, proc)
 
 
 async def create(base: str, count: int, concurrency: int = 16) -> list[str]:

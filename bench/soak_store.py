@@ -17,10 +17,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,10 +32,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bridge.http.loopback import serving
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import free_port, wait_up
+from bench_core import free_port, serve_process
+
+from bridge.http.loopback import serving
 
 BODY = {"title": "Deploy api to prod?", "questions": [{"id": "ok", "kind": "confirm", "prompt": "Deploy?"}],
         "context": {"service": "api", "version": "1.2.3", "diff": "x" * 600}}
@@ -90,21 +88,11 @@ async def daemon(tmp: str) -> AsyncIterator[tuple[str, int, Path]]:
     """The daemon as its own process; yields its base URL, pid and store file."""
     port = free_port()
     db = Path(tmp) / "bridge.db"
-    config = Path(tmp) / "soak.yaml"
-    config.write_text(f"store: {{url: 'sqlite:///{db}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
-                      "sources: [{type: webhook}]\nlog_level: WARNING\n"
-                      "delivery: {first_retry: 1h, max_backoff: 1h, timeout: 60s}\n")  # failing ones wait
-    exe = Path(sys.executable).parent / "hitl-bridge"
-    with (Path(tmp) / "daemon.log").open("w") as out:
-        proc = subprocess.Popen([str(exe), "-c", str(config), "serve"], stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, cwd=tmp)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            await wait_up(base)
-            yield base, proc.pid, db
-        finally:
-            proc.terminate()
-            proc.wait(timeout=60)
+    config = (f"store: {{url: 'sqlite:///{db}'}}\nhttp: {{listen: '127.0.0.1:{port}'}}\n"
+              "sources: [{type: webhook}]\nlog_level: WARNING\n"
+              "delivery: {first_retry: 1h, max_backoff: 1h, timeout: 60s}\n")  # failing ones wait
+    async with serve_process(Path(tmp), port, config, "soak") as proc:
+        yield f"http://127.0.0.1:{port}", proc.pid, db
 
 
 async def create_and_answer(client: aiohttp.ClientSession, total: int, prefix: str, callback: str,
