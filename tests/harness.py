@@ -21,6 +21,7 @@ from starlette.routing import Route
 from bridge.config import Settings
 from bridge.daemon import Daemon
 from bridge.http.loopback import serving
+from bridge.models import RequestState
 
 
 def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -94,6 +95,12 @@ async def wait_for(predicate: Any, timeout: float = 10.0, interval: float = 0.01
         if loop.time() > deadline:
             raise TimeoutError(f"condition not met within {timeout}s")
         await asyncio.sleep(interval)
+
+
+async def state_is(daemon: Daemon, request_id: str, state: RequestState) -> bool:
+    """Whether the request is in `state` now (for `wait_for`: posting, for one, follows the 201)."""
+    request = await daemon.service.get(request_id)
+    return request is not None and request.state is state
 
 
 @dataclass

@@ -30,7 +30,8 @@ from hitl_bridge_client import (
     text,
 )
 
-from tests.harness import make_settings, running_bridge, wait_for
+from bridge.models import RequestState
+from tests.harness import make_settings, running_bridge, state_is, wait_for
 
 
 async def open_requests(base_url: str) -> list[dict[str, Any]]:
@@ -158,17 +159,13 @@ async def test_a_daemon_restart_mid_wait_is_ridden_out(tmp_path: Path) -> None:
         await AsyncClient(f"http://127.0.0.1:{port}", unavailable_after=0).ask("Go?", [confirm("ok", "Go?")])
 
 
-async def _both_posted(client: AsyncClient, *ids: str) -> list[dict[str, Any]] | None:
-    listed = await client.list("posted")
-    return listed if len(listed) == len(ids) else None
-
-
 async def test_the_rest_of_the_api(tmp_path: Path) -> None:
     async with running_bridge(tmp_path) as bridge, AsyncClient(bridge.base_url) as client:
         first = await client.create(hitl_bridge_client.request_body("Ship it?", labels={"team": "a"}))
         second = await client.create({"title": "Where?", "questions": [choice("env", "Where?", ["a", "b"])]})
-        # posting follows the 201: wait for both copies before listing what is posted
-        listed = await wait_for(lambda: _both_posted(client, first, second))
+        for rid in (first, second):  # posting follows the 201: both posted before listing what is
+            await wait_for(lambda rid=rid: state_is(bridge, rid, RequestState.posted))
+        listed = await client.list("posted")
         assert [r["id"] for r in listed] == [second, first]  # newest first
         shown = await client.get(first)
         assert shown["labels"] == {"team": "a"} and shown["external_id"].startswith("client-")

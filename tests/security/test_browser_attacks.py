@@ -14,7 +14,8 @@ import pytest
 import pytest_asyncio
 
 from bridge.daemon import Daemon
-from tests.harness import running_bridge
+from bridge.models import RequestState
+from tests.harness import running_bridge, state_is, wait_for
 from tests.security.browsers import (
     TEXT_PLAIN_JSON,
     cross_site_form,
@@ -44,14 +45,17 @@ async def count(http: httpx.AsyncClient) -> int:
     return len((await http.get("/v1/requests", params={"limit": 1000})).json()["requests"])
 
 
-async def create(http: httpx.AsyncClient, **extra: Any) -> str:
+async def create(bridge: Daemon, http: httpx.AsyncClient, **extra: Any) -> str:
+    """A request, once posted (posting follows the 201): what an attack must leave as it is."""
     response = await http.post("/v1/requests", json={**CONFIRM, **extra})
     assert response.status_code == 201, response.text
-    return str(response.json()["id"])
+    rid = str(response.json()["id"])
+    await wait_for(lambda: state_is(bridge, rid, RequestState.posted))
+    return rid
 
 
 async def test_dns_rebinding_reads_and_writes_nothing(bridge: Daemon, http: httpx.AsyncClient) -> None:
-    rid = await create(http, title="Rotate the prod database password")
+    rid = await create(bridge, http, title="Rotate the prod database password")
     read = await http.get("/v1/requests", headers=rebound_fetch(bridge.port))
     assert read.status_code == 400 and "allowed_hosts" in read.json()["detail"]
     assert "Rotate" not in read.text
@@ -107,7 +111,7 @@ async def test_cross_site_forms_cannot_create_requests(bridge: Daemon, http: htt
 
 
 async def test_no_cors_fetch_cannot_cancel_or_redeliver(bridge: Daemon, http: httpx.AsyncClient) -> None:
-    rid = await create(http)
+    rid = await create(bridge, http)
     for action in ("cancel", "redeliver", "answer"):
         response = await http.post(f"/v1/requests/{rid}/{action}", headers=no_cors_fetch(bridge.port))
         assert response.status_code == 403, action
@@ -115,7 +119,7 @@ async def test_no_cors_fetch_cannot_cancel_or_redeliver(bridge: Daemon, http: ht
 
 
 async def test_programs_and_the_bridges_own_pages_still_write(bridge: Daemon, http: httpx.AsyncClient) -> None:
-    rid = await create(http)  # curl / the clients: JSON, no Origin
+    rid = await create(bridge, http)  # curl / the clients: JSON, no Origin
     cancelled = await http.post(f"/v1/requests/{rid}/cancel")  # no body at all
     assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
     same = await http.post("/v1/requests", json=CONFIRM, headers=same_origin_fetch(bridge.port))

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from bridge.models import RequestState
-from tests.harness import ManualClock, callback_receiver, running_bridge, wait_for
+from tests.harness import ManualClock, callback_receiver, running_bridge, state_is, wait_for
 from tests.web.helpers import CHOICE, CONFIRM, TEXT, Person, create, text_of
 
 ROUTES = {"routes": [{"name": "deploys", "match": {"team": "platform"}, "notify": ["web"], "escalate": [
@@ -42,7 +42,7 @@ async def test_list_is_newest_first_with_context_deadline_and_filters(tmp_path: 
 async def test_live_fragment_uses_etag_and_changes_when_a_request_arrives(tmp_path: Path) -> None:
     async with running_bridge(tmp_path) as bridge, Person(bridge.base_url) as person:
         waiting = await create(bridge, CONFIRM)
-        await wait_for(lambda: _state_is(bridge, waiting, RequestState.posted))  # posting follows the 201
+        await wait_for(lambda: state_is(bridge, waiting, RequestState.posted))  # posting follows the 201
         first = await person.get("/inbox/live?view=open")
         assert first.status_code == 200 and first.headers["etag"]
         same = await person.get("/inbox/live?view=open", headers={"If-None-Match": first.headers["etag"]})
@@ -77,7 +77,7 @@ async def test_live_fragment_is_held_until_something_changes(tmp_path: Path) -> 
     and the daemon answers its next look when something changes (not at a poll interval)."""
     async with running_bridge(tmp_path) as bridge, Person(bridge.base_url) as person:
         posted = await create(bridge, CONFIRM)
-        await wait_for(lambda: _state_is(bridge, posted, RequestState.posted))
+        await wait_for(lambda: state_is(bridge, posted, RequestState.posted))
         feed = bridge.service.changes
         first = await person.get("/inbox/live?view=open")
         assert first.headers["x-live-version"] == feed.token
@@ -87,7 +87,7 @@ async def test_live_fragment_is_held_until_something_changes(tmp_path: Path) -> 
         assert changed.status_code == 200 and f"row-{rid}" in changed.text
         assert changed.headers["x-live-version"] != seen and feed.watching_count() == 0
         # the request's own fragment is held the same way, and wakes when it is answered
-        await wait_for(lambda: _state_is(bridge, rid, RequestState.posted))  # its posting moves the feed too
+        await wait_for(lambda: state_is(bridge, rid, RequestState.posted))  # its posting moves the feed too
         detail = await person.get(f"/inbox/r/{rid}/live")
         held, _ = await _parked(person, feed, f"/inbox/r/{rid}/live", detail)
         await person.answer(rid, {"q.region": "eu-west-1"})
@@ -125,7 +125,7 @@ async def test_a_held_live_fragment_is_answered_when_the_daemon_stops(tmp_path: 
 async def test_timeline_shows_the_audit_trail(tmp_path: Path) -> None:
     async with running_bridge(tmp_path) as bridge, Person(bridge.base_url) as person:
         rid = await create(bridge, CONFIRM)
-        await wait_for(lambda: _state_is(bridge, rid, RequestState.posted))
+        await wait_for(lambda: state_is(bridge, rid, RequestState.posted))
         await person.answer(rid, {"q.ok": "yes", "reason": "looks good"})
         page = text_of((await person.open(rid)).text)
         timeline = page[page.index("History ("):]
@@ -140,7 +140,7 @@ async def test_retry_a_failed_delivery(tmp_path: Path) -> None:
         receiver.status = 410  # the engine said "gone": permanent failure
         rid = await create(bridge, {**CONFIRM, "callback": {"url": receiver.url, "secret": "s" * 32}})
         await person.answer(rid, {"q.ok": "yes"})
-        await wait_for(lambda: _state_is(bridge, rid, RequestState.failed))
+        await wait_for(lambda: state_is(bridge, rid, RequestState.failed))
         page = await person.open(rid)
         assert "Retry delivery" in page.text and "410" in text_of(page.text)
         failed_list = await person.get("/inbox?view=failed")
@@ -148,7 +148,7 @@ async def test_retry_a_failed_delivery(tmp_path: Path) -> None:
         receiver.status = 200
         retried = await person.submit(f"/inbox/r/{rid}/retry", {})
         assert retried.status_code == 303 and retried.headers["location"].endswith("done=retried")
-        await wait_for(lambda: _state_is(bridge, rid, RequestState.delivered))
+        await wait_for(lambda: state_is(bridge, rid, RequestState.delivered))
         assert len(receiver.received) == 2
         events = await bridge.store.list_events(rid)
         assert any(e.kind == "redeliver" and e.actor == "web:local" for e in events)
@@ -213,11 +213,6 @@ async def test_bad_input_gets_a_clear_error_and_the_daemon_keeps_serving(tmp_pat
         assert stored is not None and stored.answer is not None and stored.answer.values == {"reply": "fine"}
         async with httpx.AsyncClient(base_url=bridge.base_url) as client:
             assert (await client.get("/healthz")).status_code == 200
-
-
-async def _state_is(bridge: object, rid: str, state: RequestState) -> bool:
-    request = await bridge.service.get(rid)  # type: ignore[attr-defined]
-    return request is not None and request.state is state
 
 
 async def test_escalation_level_and_deadline_are_shown(tmp_path: Path) -> None:
