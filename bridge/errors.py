@@ -53,6 +53,24 @@ class SelfApproval(NotAllowed):
         self.who = who
 
 
+class NotAPerson(NotAllowed):
+    """A token that acts for others named someone who is not a person of `people:`."""
+
+    def __init__(self, claimed: str, token: str) -> None:
+        BridgeError.__init__(self, f"{claimed!r} is not a person of people: (or a handle of one); token "
+                                   f"{token!r} may act for others only in the name of a person defined there")
+        self.who = claimed
+
+
+class SharedVoter(NotAllowed):
+    """The shared inbox password is everyone's: it casts no vote where people are counted."""
+
+    def __init__(self, quorum: int) -> None:
+        BridgeError.__init__(self, f"this request needs {quorum} different people to approve it, and the shared "
+                                   "inbox password is not one person: log in with your own token to vote")
+        self.who = "web:shared-password"
+
+
 class AnswerRejected(BridgeError):
     """The answer does not fit the questions."""
 

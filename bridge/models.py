@@ -291,6 +291,8 @@ class Responder(BaseModel):
     name: str = ""
     #: the person this handle belongs to (config `people:`), when known
     person: str | None = None
+    #: who passed the answer on for them: the API token that acts for others (`api:<name>`)
+    relayed_by: str | None = None
 
     @property
     def display(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from bridge.config import Route
 from bridge.crypto import SecretBox
-from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound, SelfApproval
+from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound, SelfApproval, SharedVoter
 from bridge.health import Health
 from bridge.lifecycle import Lifecycle
 from bridge.models import (
@@ -28,7 +28,7 @@ from bridge.models import (
     new_request_id,
 )
 from bridge.notify import ChangeFeed
-from bridge.people import People
+from bridge.people import SHARED_PASSWORD, People
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
 from bridge.store.base import Store, StoreError, Vote
@@ -305,6 +305,10 @@ class BridgeService:
             raise SelfApproval(self.people.display(responder))
         responder = self._identified(responder)
         quorum = route.quorum
+        if quorum > 1 and via != "timeout" and self.people.voter(responder) == f"web:{SHARED_PASSWORD}":
+            await self.note(request_id, "refused", responder.key,
+                            {"name": responder.name, "via": via, "reason": "shared password"})
+            raise SharedVoter(quorum)
         if quorum > 1 and via != "timeout":
             decided = await self._vote(request, responder, clean, quorum, via)
             if decided is None:
@@ -317,10 +321,12 @@ class BridgeService:
 
     def _asked_by(self, request: Request, responder: Responder) -> bool:
         """True when `responder` is the person the request names in `requested_by`, or the
-        token that submitted it."""
-        askers = [a for a in (request.requested_by, request.created_by) if a]
-        voter = self.people.voter(responder)
-        return any(voter == self.people.voter_of(asker) for asker in askers)
+        token that submitted it; or when the token relaying the answer for them is either."""
+        askers = {self.people.voter_of(a) for a in (request.requested_by, request.created_by) if a}
+        voters = {self.people.voter(responder)}
+        if responder.relayed_by:
+            voters.add(self.people.voter_of(responder.relayed_by))
+        return bool(askers & voters)
 
     @staticmethod
     def _is_rejection(request: Request, clean: dict[str, Any]) -> bool:
@@ -347,7 +353,8 @@ class BridgeService:
         self.lifecycle.voted(request, responder, via, first)
         await self.note(request.id, "vote" if first else "duplicate_vote", responder.key,
                         {"name": responder.name, "via": via, "voter": voter,
-                         "value": self._redact(request, clean)})
+                         "value": self._redact(request, clean),
+                         **({"relayed_by": responder.relayed_by} if responder.relayed_by else {})})
         if rejection and first:
             return True
         votes = await self.store.list_votes(request.id)
@@ -367,7 +374,8 @@ class BridgeService:
         answer = Answer(values=sealed, responder=responder, via=via, answered_at=now, reason=reason)
         event = self._event(request.id, "answered" if to_state is RequestState.answered else "expired",
                             responder.key, name=responder.name, via=via,
-                            values=self._redact(request, clean), reason=reason)
+                            values=self._redact(request, clean), reason=reason,
+                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}))
         updated = await self.store.transition(
             request.id, OPEN_STATES, to_state, event=event, answer=answer,
             enqueue=to_state.value, now=now,

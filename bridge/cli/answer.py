@@ -22,7 +22,8 @@ from bridge.cli.options import Cli, daemon_options, json_option, offline_option,
 OPEN = ("pending", "posted")
 AS_HELP = ("The name shown with the answer. Through the API the answer counts as your token's identity "
            "(api:<token name>) and NAME is only shown, unless the token has act_for_others: then NAME (a "
-           "handle such as slack:U0123, person:<name>, or a name) is who answered. Offline: recorded as cli:NAME "
+           "person of people:, as person:<name>, <name> or one of their handles such as slack:U0123) is who "
+           "answered. Offline: recorded as cli:NAME "
            "(default: your login).")
 
 

@@ -32,8 +32,9 @@ class AnswerBody(BaseModel):
     value: Any = None
     responder: str = Field(default="api", max_length=200, description=(
         "who answered: with a token allowed to act for others (http.api_tokens.<name>.act_for_others), "
-        "a handle (slack:U…), person:<name> or a name, counted as that person; otherwise only the "
-        "name shown, and the answer counts as the token's own (api:<token name>)"))
+        "a person of people: (person:<name>, <name> or one of their handles such as slack:U…), counted "
+        "as that person (anyone else is refused: 403); otherwise only the name shown, and the answer "
+        "counts as the token's own (api:<token name>)"))
     reason: str | None = Field(default=None, max_length=2000)
 
 
@@ -141,9 +142,9 @@ async def answer_request(request: Request, request_id: str) -> dict[str, Any] | 
         if len(current.questions) != 1:
             raise HTTPException(422, "this request has several questions: send `values` keyed by question id")
         values = {current.questions[0].id: body.value}
-    responder = api_responder(request.app.state.settings, service.people,
-                              request.headers.get("authorization"), body.responder)
     try:
+        responder = api_responder(request.app.state.settings, service.people,
+                                  request.headers.get("authorization"), body.responder)
         updated = await service.answer(request_id, responder, values, via="api", reason=body.reason)
     except BridgeError as exc:
         return error_response(exc)

@@ -9,9 +9,10 @@ import hmac
 from fastapi import HTTPException, Request, status
 
 from bridge.config import Settings
+from bridge.errors import NotAPerson
 from bridge.http.sessions import SESSION_COOKIE, session_row
 from bridge.models import Responder
-from bridge.people import LOCAL, People, PeopleError, normalize_handle
+from bridge.people import LOCAL, People, normalize_handle
 from bridge.store.base import Store
 
 
@@ -55,8 +56,10 @@ def api_responder(settings: Settings, people: People, header: str | None, claime
 
     A token answers as itself (`api:<name>`); the body's `responder` is then only the name
     shown, so one token is one vote whatever names it types. A token with
-    `act_for_others` answers as whom `responder` names: a handle (`slack:U…`), a person
-    (`person:ana` or a name from `people:`), or any other name (`api:<name>`)."""
+    `act_for_others` answers for a *person of `people:`*, named as `person:ana`, `ana` or
+    one of their handles (`slack:U…`), and is kept as who relayed the answer; any other
+    name (invented, or a handle that belongs to nobody) raises NotAPerson: a relay cannot
+    make up voters."""
     caller = caller_name(settings, header)
     own = Responder(platform="api", user_id=caller, name=caller)
     claimed = (claimed or "").strip()
@@ -65,15 +68,15 @@ def api_responder(settings: Settings, people: People, header: str | None, claime
     token = settings.http.api_tokens.get(caller)
     if token is None or not token.act_for_others:
         return own.model_copy(update={"name": claimed})
-    if claimed.startswith("person:") or claimed in people.people:
-        name = claimed.removeprefix("person:")
-        return Responder(platform="person", user_id=name, name=name, person=name)
-    try:
-        handle = normalize_handle(claimed)
-    except PeopleError:
-        return Responder(platform="api", user_id=claimed, name=claimed)
-    platform, _, ident = handle.partition(":")
-    return Responder(platform=platform, user_id=ident, name=ident)
+    relay = own.key
+    name = claimed.removeprefix("person:")
+    if name in people.people:
+        return Responder(platform="person", user_id=name, name=name, person=name, relayed_by=relay)
+    person = people.person_of(claimed)
+    if person is None:
+        raise NotAPerson(claimed[:80], caller)
+    platform, _, ident = normalize_handle(claimed).partition(":")
+    return Responder(platform=platform, user_id=ident, name=ident, person=person, relayed_by=relay)
 
 
 async def operator_allowed(settings: Settings, store: Store, authorization: str | None,

@@ -17,6 +17,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         "store": {"url": f"sqlite:///{home}/bridge.db"},
         "http": {"listen": "127.0.0.1:0", "api_tokens": {"ops": OPS, "lead": {"token": LEAD, "act_for_others": True}}},
         "sources": [{"type": "webhook"}],
+        "people": {"ana": ["api:ana"], "bo": ["api:bo"]},  # whom the lead token may answer for
         "routes": [{"match": {"labels.team": "two"}, "notify": ["web"], "quorum": 2}],
     })
     yield served.started()

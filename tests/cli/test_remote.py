@@ -77,9 +77,9 @@ def test_a_token_that_acts_for_others_votes_as_the_person_named(daemon: Served, 
     rid = create(daemon, title="Two keys", labels={"team": "two"})
     vote = cli("answer", rid, "yes", "--as", "bo", cwd=elsewhere, env=env_for(daemon, LEAD))
     assert vote.code == 0, vote.err
-    assert vote.out.strip() == f"{rid} still posted: vote recorded as api:bo (1 of 2 approvals: bo)"
+    assert vote.out.strip() == f"{rid} still posted: vote recorded as person:bo (1 of 2 approvals: bo)"
     shown = cli("show", rid, "--no-timeline", cwd=elsewhere, env=env_for(daemon)).out
-    assert "votes      1 of 2 approvals: bo" in shown and "bo (api:bo): ok=yes" in shown
+    assert "votes      1 of 2 approvals: bo" in shown and "bo (person:bo): ok=yes" in shown
     assert "timeline" not in shown
 
 

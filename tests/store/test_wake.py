@@ -132,7 +132,8 @@ async def test_a_long_poll_that_nothing_wakes_returns_at_its_wait(tmp_path: Path
 # PostgreSQL replicas ---------------------------------------------------------------------------
 def on(url: str, **extra: Any) -> dict[str, Any]:
     return {"store": {"url": url}, "http": {"api_tokens": {"relay": {"token": AUTH["Authorization"][7:],
-                                                                     "act_for_others": True}}}, **extra}
+                                                                     "act_for_others": True}}},
+            "people": {"ann": ["api:ann"]}, **extra}
 
 
 def follower_of(daemon: Daemon) -> Follower:
@@ -272,7 +273,7 @@ async def test_a_long_poll_answers_like_the_plain_read_and_refuses_alike(tmp_pat
     """The waiting form (a lean endpoint) and the plain read give the same body, status
     codes and refusals; a `wait` FastAPI would refuse is refused the same way."""
     async with running_bridge(tmp_path, {"http": {"api_tokens": {"relay": {
-            "token": AUTH["Authorization"][7:], "act_for_others": True}}}}) as daemon:
+            "token": AUTH["Authorization"][7:], "act_for_others": True}}}, "people": {"ann": ["api:ann"]}}) as daemon:
         rid = await create(daemon)
         assert (await answer(daemon, rid, "yes", "ann")).status_code == 200
         async with httpx.AsyncClient(base_url=daemon.base_url, headers=AUTH) as client:

@@ -14,6 +14,8 @@ QUORUM: dict[str, Any] = {
     "http": RELAY_TOKENS,
     "routes": [{"name": "two-keys", "notify": ["web:team"], "quorum": 2,
                 "responders": ["api:ana", "api:bob", "api:carl"]}],
+    # the relay token answers for people of `people:` only
+    "people": {"ana": ["api:ana"], "bob": ["api:bob"], "carl": ["api:carl"]},
 }
 
 
@@ -28,7 +30,7 @@ async def test_two_distinct_approvals_are_needed_and_a_duplicate_counts_once(tmp
         request = await stored(daemon, rid)
         assert request.is_open
         votes = await daemon.store.list_votes(rid)
-        assert [v.voter for v in votes] == ["api:ana"]
+        assert [v.voter for v in votes] == ["person:ana"]
         assert len(await events(daemon, rid, "duplicate_vote")) == 1
 
         second = await answer(daemon, rid, "yes", "bob")
@@ -37,7 +39,7 @@ async def test_two_distinct_approvals_are_needed_and_a_duplicate_counts_once(tmp
         assert request.state in (RequestState.answered, RequestState.delivered)
         assert request.answer is not None and request.answer.values == {"ok": "yes"}
         assert request.answer.responder.user_id == "bob"  # the vote that completed the quorum
-        assert [v.voter for v in await daemon.store.list_votes(rid)] == ["api:ana", "api:bob"]
+        assert [v.voter for v in await daemon.store.list_votes(rid)] == ["person:ana", "person:bob"]
 
         late = await answer(daemon, rid, "no", "carl")
         assert late.status_code == 409

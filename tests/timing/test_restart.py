@@ -117,7 +117,7 @@ async def test_restart_between_votes_keeps_the_first_vote(tmp_path: Path) -> Non
         assert (await answer(daemon, rid, "yes", "bob")).status_code == 200
         request = await stored(daemon, rid)
         assert not request.is_open and request.answer is not None
-        assert [v.voter for v in await daemon.store.list_votes(rid)] == ["api:ana", "api:bob"]
+        assert [v.voter for v in await daemon.store.list_votes(rid)] == ["person:ana", "person:bob"]
 
 
 async def test_steps_claimed_before_a_crash_are_carried_out_at_once_at_the_next_start(tmp_path: Path) -> None:

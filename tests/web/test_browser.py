@@ -167,7 +167,7 @@ async def test_login_in_the_browser_and_answers_carry_the_name(tmp_path: Path, b
         request = await answered(bridge, rid)
         assert request.answer is not None and request.answer.responder.name == "Frank"
         assert request.answer.responder.key == "web:shared-password"  # the password is one identity
-        await page.get_by_text("shared password: one vote for all who use it").wait_for()
+        await page.get_by_text("shared password: no vote where several people must approve").wait_for()
 
 
 async def test_answering_works_with_javascript_switched_off(tmp_path: Path, browser: Browser) -> None:
