@@ -92,6 +92,10 @@ class HttpSettings(_Strict):
     metrics_public: bool = False  # /metrics without a token even when api_tokens are set
     #: wrong credentials (answers 401) from one client address per minute before it gets 429
     max_auth_failures: int = Field(default=20, ge=1, le=100_000)
+    #: proxies (addresses or CIDR networks) whose `X-Forwarded-For` / `X-Forwarded-Proto` are
+    #: believed; from anyone else they are ignored and the socket's peer is the client. None by
+    #: default: every client is who connects
+    trusted_proxies: list[str] = Field(default_factory=list, max_length=1000)
     #: time a client has to send a whole request (headers and body) once it connects
     read_timeout: Duration = timedelta(seconds=15)
     keep_alive_timeout: Duration = timedelta(seconds=5)  # an idle connection is closed after it
@@ -141,6 +145,18 @@ class HttpSettings(_Strict):
         if not timedelta(seconds=1) <= value <= timedelta(hours=1):
             raise ValueError("use between 1s and 1h")
         return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, entries: list[str]) -> list[str]:
+        out = []
+        for entry in entries:
+            try:
+                out.append(str(ipaddress.ip_network(entry.strip(), strict=False)))
+            except ValueError:
+                raise ValueError(f"{entry[:60]!r}: use an IP address or a CIDR network such as 10.0.0.0/8 "
+                                 "(the proxies in front of the bridge, not host names)") from None
+        return out
 
     @field_validator("allowed_hosts")
     @classmethod

@@ -177,6 +177,8 @@ class Daemon:
             log_level="warning", log_config=None,  # uvicorn's lines go through our handler (JSON too)
             lifespan="off", access_log=False, server_header=False,
             timeout_graceful_shutdown=5,
+            # X-Forwarded-For/-Proto only from http.trusted_proxies (none: the peer is the client)
+            proxy_headers=bool(http.trusted_proxies), forwarded_allow_ips=list(http.trusted_proxies),
             http=protocol_class(self.connections),  # read deadline + connection limit
             timeout_keep_alive=max(1, round(http.keep_alive_timeout.total_seconds())),
             backlog=listen_backlog(),

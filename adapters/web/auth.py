@@ -1,8 +1,8 @@
 """Who is looking at the inbox: open on loopback, else a login (password or token) kept as a
 session in the store (`bridge.http.sessions`: the HttpOnly cookie holds only a random id,
 so logging out ends it on every replica); every form carries a CSRF token bound to a
-per-browser cookie. Failed logins are throttled per client address and per account name
-(in this process).
+per-browser cookie. Failed logins are throttled per client address and per name typed
+(`adapters.web.login_throttle`: a name's budget never locks it out of an address it logged in from).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 
 from starlette.requests import Request
 
+from adapters.web.login_throttle import LoginThrottle
 from adapters.web.settings import WebConfig
 from bridge.crypto import derive_key
 from bridge.http.sessions import NAMESPACE, SESSION_COOKIE, Sessions
-from bridge.http.throttle import FailureThrottle, client_key
 from bridge.people import LOCAL, SHARED_PASSWORD
 from bridge.store.base import Store
 
@@ -76,13 +76,14 @@ class InboxAuth:
         self.ttl_s = config.session_ttl_s
         self.max_failures = config.max_login_failures
         self._key = _signing_key(config, base_secret, self.password, self.tokens, self.api_tokens)
-        self._failures = FailureThrottle(config.max_login_failures, _FAILURE_WINDOW_S)
+        self._throttle = LoginThrottle(config.max_login_failures, _FAILURE_WINDOW_S, self._key)
         self._sessions: Sessions | None = None
 
     async def attach(self, store: Store) -> None:
         """Keep sessions in `store`, and end the ones of other credentials (a changed password
         or token list, or a restart without `session_secret`/`secrets.key`)."""
         self._sessions = Sessions(store, scope=self._sign("session-scope"))
+        self._throttle.attach(store)
         live = {key for key, _ in await store.kv_items(NAMESPACE, now=datetime.now(UTC))}
         for key, row in await store.kv_items(NAMESPACE):
             if key not in live or row.get("scope") != self._sessions.scope:
@@ -93,25 +94,22 @@ class InboxAuth:
     def accepts_password(self) -> bool:
         return self.password is not None
 
-    def check_login(self, client: str, name: str, secret: str) -> Viewer:
-        """Who logs in with a correct token, or the password (with a name); else raise.
-        Too many failures from the client's address, or for the name, refuse even a right one."""
-        keys = ["address:" + client_key(client)] + (["name:" + name.casefold()] if name else [])
-        for key in keys:
-            if self._failures.blocked(key):
-                what = "this address" if key.startswith("address:") else "this name"
-                raise LoginRefused(f"too many failed logins from {what}; wait a few minutes", status=429)
+    async def check_login(self, client: str, name: str, secret: str) -> Viewer:
+        """Who logs in with a correct token, or the password (with a name); else raise. An
+        address that failed too often is refused even a right one; so is a name that failed
+        too often, from an address it has not logged in from before (`login_throttle`)."""
+        refusal = await self._throttle.refusal(client, name)
+        if refusal is not None:
+            raise LoginRefused(refusal, status=429)
         viewer = self.token_viewer(secret, "session")
         if viewer is None and self.password is not None and _equal(secret, self.password):
             if not name:
                 raise LoginRefused("enter your name (it is shown with your answers)", status=400)
             viewer = Viewer(SHARED_PASSWORD, "session", name=name)
         if viewer is None:
-            for key in keys:
-                self._failures.fail(key)
+            self._throttle.failed(client, name)
             raise LoginRefused("wrong password or token")
-        for key in keys:
-            self._failures.forget(key)
+        await self._throttle.succeeded(client, name)
         return viewer
 
     def token_viewer(self, given: str, how: str) -> Viewer | None:

@@ -321,7 +321,7 @@ class Inbox:
             return refuse(401, "Enter the inbox password or your token.")
         client = request.client.host if request.client else "-"
         try:
-            viewer = self.auth.check_login(client, name, secret)
+            viewer = await self.auth.check_login(client, name, secret)
         except LoginRefused as exc:
             return refuse(exc.status, str(exc))
         response = redirect(target)

@@ -28,7 +28,9 @@ class WebConfig(BaseModel):
     poll_interval_s: float = Field(default=1.0, ge=0.2, le=60)
     title: str = Field(default="hitl-bridge inbox", min_length=1, max_length=100)
     page_size: int = Field(default=100, ge=10, le=1000)
-    max_login_failures: int = Field(default=10, ge=1, le=1000)  # per client address, per 5 minutes
+    #: wrong logins per 5 minutes from one client address, and for one name typed (a name's budget
+    #: holds back only addresses it has not logged in from)
+    max_login_failures: int = Field(default=10, ge=1, le=1000)
 
     @field_validator("password", "session_secret", mode="before")
     @classmethod

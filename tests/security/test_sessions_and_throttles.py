@@ -16,8 +16,12 @@ API_TOKEN = "api-token-0123456789abcdef"
 LOCKED: dict[str, Any] = {"web": {"password": PASSWORD, "session_secret": "s" * 32}}
 
 
+#: the test's own connections come from 127.0.0.1: a proxy the bridge is told to believe
+BEHIND_PROXY: dict[str, Any] = {"trusted_proxies": ["127.0.0.1"]}
+
+
 def from_address(address: str) -> dict[str, str]:
-    """A client at `address` (behind the local proxy uvicorn trusts: X-Forwarded-For)."""
+    """A client at `address` (behind the local proxy the bridge trusts: X-Forwarded-For)."""
     return {"X-Forwarded-For": address}
 
 
@@ -50,7 +54,7 @@ async def test_a_logout_on_one_replica_ends_the_session_on_the_other(tmp_path: P
 
 
 async def test_failed_logins_are_throttled_per_name_across_addresses(tmp_path: Path) -> None:
-    config = {"web": {"password": PASSWORD, "max_login_failures": 3}}
+    config = {"web": {"password": PASSWORD, "max_login_failures": 3}, "http": BEHIND_PROXY}
     async with running_bridge(tmp_path, config) as bridge, Person(bridge.base_url) as person:
         await person.get("/inbox/login")
         for n in range(3):  # a guesser moving from address to address, always at "ana"
@@ -66,7 +70,7 @@ async def test_failed_logins_are_throttled_per_name_across_addresses(tmp_path: P
 
 
 async def test_wrong_bearer_tokens_are_throttled_per_address(tmp_path: Path) -> None:
-    config = {"http": {"api_tokens": {"ci": API_TOKEN}, "max_auth_failures": 5}}
+    config = {"http": {"api_tokens": {"ci": API_TOKEN}, "max_auth_failures": 5, **BEHIND_PROXY}}
     async with running_bridge(tmp_path, config) as bridge, \
             httpx.AsyncClient(base_url=bridge.base_url) as http:
         guesser = from_address("203.0.113.9")

@@ -122,17 +122,17 @@ def test_open_only_without_credentials_on_loopback() -> None:
     assert not InboxAuth(WebConfig(), api_tokens={"api": "x" * 16}, loopback_only=True, base_secret=None).open
 
 
-def test_login_checks() -> None:
+async def test_login_checks() -> None:
     auth = make_auth(password="password-1", tokens={"bob": "b" * 16}, max_login_failures=2)
-    assert auth.check_login("1.2.3.4", "", "b" * 16).handle == "web:bob"
-    dana = auth.check_login("1.2.3.4", "Dana", "password-1")
+    assert (await auth.check_login("1.2.3.4", "", "b" * 16)).handle == "web:bob"
+    dana = await auth.check_login("1.2.3.4", "Dana", "password-1")
     assert (dana.handle, dana.display, dana.shared) == ("web:shared-password", "Dana", True)
-    not_dana = auth.check_login("1.2.3.4", "not-Dana", "password-1")
+    not_dana = await auth.check_login("1.2.3.4", "not-Dana", "password-1")
     assert not_dana.handle == dana.handle  # whatever name is typed: one identity for quorum
     for _ in range(2):
         with pytest.raises(LoginRefused):
-            auth.check_login("1.2.3.4", "x", "nope")
+            await auth.check_login("1.2.3.4", "x", "nope")
     with pytest.raises(LoginRefused) as refused:
-        auth.check_login("1.2.3.4", "Dana", "password-1")
+        await auth.check_login("1.2.3.4", "Dana", "password-1")
     assert refused.value.status == 429
-    assert auth.check_login("5.6.7.8", "Dana", "password-1").display == "Dana"  # per address
+    assert (await auth.check_login("5.6.7.8", "Dana", "password-1")).display == "Dana"  # per address
