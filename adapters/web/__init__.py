@@ -32,6 +32,7 @@ class WebChannel:
         self.auth = InboxAuth(config, api_tokens={n: t.token for n, t in http.api_tokens.items()},
                               loopback_only=http.loopback_only, base_secret=ctx.settings.secrets.key)
         self.inbox = Inbox(config, self.auth, ctx.clock)
+        self.collector = self.inbox.looks  # live looks held, refused, rendered: on /metrics
         self.bridge: BridgeAPI | None = None
         if config.session_secret is None and ctx.settings.secrets.key is None and not self.auth.open:
             log.info("web: no session_secret or secrets.key: inbox logins end when the daemon restarts")

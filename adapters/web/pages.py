@@ -4,6 +4,8 @@ login and logout. Every handler reads the core through `request.app.state.bridge
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -18,6 +20,7 @@ from adapters.web import listing, views
 from adapters.web.answers import ParsedAnswer, parse_answer
 from adapters.web.auth import (
     COOKIE_PATH,
+    CSRF_COOKIE,
     SESSION_COOKIE,
     SESSION_PATH,
     InboxAuth,
@@ -27,11 +30,13 @@ from adapters.web.auth import (
 from adapters.web.confirm import check_step
 from adapters.web.links import LinkPages
 from adapters.web.listing import ListState
+from adapters.web.live import LiveLooks
 from adapters.web.mine import Me, me
 from adapters.web.render import STATIC, Renderer, browser_id, is_secure, read_form, redirect
 from adapters.web.request_view import request_view
 from adapters.web.settings import NAME_PATTERN, WebConfig
 from bridge.errors import BridgeError
+from bridge.http.throttle import client_key
 from bridge.models import Request as BridgeRequest
 from bridge.models import Responder
 from bridge.ports import Clock, source_problems
@@ -55,6 +60,7 @@ class Inbox:
         self.auth = auth
         self.clock = clock
         self.render = Renderer(config.title, config.poll_interval_s)
+        self.looks = LiveLooks(config.live_held_per_session, config.live_held_per_address)
 
     def routes(self) -> Sequence[BaseRoute]:
         return [
@@ -151,29 +157,52 @@ class Inbox:
         context = await self._list(request, viewer, self._state(request, viewer))
         return self._page(request, "list.html", viewer=viewer, now=self.clock.now(), **context)
 
-    async def _hold(self, request: Request) -> str:
+    async def _hold(self, request: Request) -> str | None:
         """Wait until anything changed since the version the page saw (at once for none, a stale
         or another replica's); the version now, taken before the fragment is read, so a change
-        while it is rendered shows at the next look."""
+        while it is rendered shows at the next look. None: this session or address already
+        holds as many looks as it may (`adapters.web.live`)."""
         feed = self._service(request).changes
         seen = request.headers.get(SEEN_HEADER, "")[:80]
         if seen != feed.token:
             return feed.token  # nothing to hold: changed since, another replica's, or none
-        changed = asyncio.ensure_future(feed.until_changed(seen, LIVE_HOLD_S))
-        gone = asyncio.ensure_future(_disconnected(request))  # a closed tab lets go at once
-        try:
-            await asyncio.wait({changed, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (changed, gone):
-                task.cancel()
+        with self.looks.slot(_session_key(request), client_key(request.client.host if request.client else None)) \
+                as held:
+            if not held:
+                return None
+            changed = asyncio.ensure_future(feed.until_changed(seen, LIVE_HOLD_S))
+            gone = asyncio.ensure_future(_disconnected(request))  # a closed tab lets go at once
+            try:
+                await asyncio.wait({changed, gone}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (changed, gone):
+                    task.cancel()
         return feed.token
+
+    def _too_many(self, request: Request) -> Response:
+        """A look past the bound: answered at once; the page looks again after its interval."""
+        wait = max(1, math.ceil(self.config.poll_interval_s))
+        response = self._message(request, 429, "Too many live views",
+                                 "This browser or address already holds as many live views open as it may: "
+                                 f"this one refreshes every {wait} s instead.")
+        response.headers["Retry-After"] = str(wait)
+        response.headers[VERSION_HEADER] = self._service(request).changes.token
+        return response
 
     async def list_live(self, request: Request, viewer: Viewer) -> Response:
         token = await self._hold(request)
+        if token is None:
+            return self._too_many(request)
         current = request.query_params.get("current", "")
-        context = await self._list(request, viewer, self._state(request, viewer),
-                                   current if ID_RE.fullmatch(current) else "")
-        response = self.render.fragment(request, "_list_live.html", now=self.clock.now(), **context)
+        current = current if ID_RE.fullmatch(current) else ""
+        state = self._state(request, viewer)
+
+        async def render() -> bytes:
+            context = await self._list(request, viewer, state, current)
+            return self.render.text("_list_live.html", now=self.clock.now(), **context).encode()
+
+        key = (state.params(), current, token, self._me(request, viewer))
+        response = self.render.fragment_of(request, await self.looks.shared("list", key, render))
         response.headers[VERSION_HEADER] = token
         return response
 
@@ -209,10 +238,19 @@ class Inbox:
 
     async def detail_live(self, request: Request, viewer: Viewer) -> Response:
         token = await self._hold(request)
-        found = await self._load(request)
-        if found is None:
+        if token is None:
+            return self._too_many(request)
+        who = self._me(request, viewer)
+
+        async def read() -> dict[str, Any] | None:
+            found = await self._load(request)
+            if found is None:
+                return None
+            return await request_view(self._service(request), found, self.clock.now(), who)
+
+        shown = await self.looks.shared("detail", (request.path_params["request_id"], token, who), read)
+        if shown is None:
             return self._message(request, 404, "Not found", "There is no such request.", viewer)
-        shown = await request_view(self._service(request), found, self.clock.now(), self._me(request, viewer))
         csrf = self.auth.csrf_token(self._browser(request)[0])
         response = self.render.fragment(request, "_detail_live.html", csrf=csrf, **shown)
         response.headers[VERSION_HEADER] = token
@@ -345,6 +383,16 @@ class Inbox:
 def _first(form: dict[str, list[str]], name: str) -> str | None:
     values = form.get(name)
     return values[0] if values else None
+
+
+def _session_key(request: Request) -> str:
+    """Which login a look belongs to: its session cookie, else its bearer token, else its
+    browser (an open inbox), else its address alone."""
+    for given in (request.cookies.get(SESSION_COOKIE), request.headers.get("authorization"),
+                  request.cookies.get(CSRF_COOKIE)):
+        if given:
+            return hashlib.sha256(given.encode()).hexdigest()
+    return "-"
 
 
 async def _disconnected(request: Request) -> None:

@@ -71,7 +71,12 @@ class Renderer:
 
     def fragment(self, request: Request, template: str, **context: Any) -> Response:
         """A live fragment with a content ETag: 304 when the browser already has it."""
-        body = self.text(template, **context).encode()
+        return self.fragment_of(request, self.text(template, **context).encode())
+
+    @staticmethod
+    def fragment_of(request: Request, body: bytes) -> Response:
+        """The response for a rendered fragment (shared by identical looks): 304 when the
+        browser already has it."""
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         headers = {**SECURITY_HEADERS, "ETag": etag, "Cache-Control": "no-cache"}
         if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:

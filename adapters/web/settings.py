@@ -31,6 +31,10 @@ class WebConfig(BaseModel):
     #: wrong logins per 5 minutes from one client address, and for one name typed (a name's budget
     #: holds back only addresses it has not logged in from)
     max_login_failures: int = Field(default=10, ge=1, le=1000)
+    #: live looks held open at once (waiting for a change) per login session and per client
+    #: address; more are answered at once (429) and their page refreshes on its interval
+    live_held_per_session: int = Field(default=8, ge=1, le=1000)
+    live_held_per_address: int = Field(default=64, ge=1, le=100_000)
 
     @field_validator("password", "session_secret", mode="before")
     @classmethod

@@ -31,6 +31,10 @@ class Metrics:
                                      "Engine requests a source cannot show right now (GET /v1/sources says why)",
                                      ["source"], registry=self.registry)
         self.extra: list[Any] = []  # callables (registry) -> None for adapter metrics
+        for channel in service.channels:  # a channel may count its own work (a Prometheus collector)
+            collector = getattr(channel, "collector", None)
+            if collector is not None:
+                self.registry.register(collector)
         self.instruments = Instruments(self.registry, service.lifecycle)
         self.instruments.known(channels=[c.name for c in service.channels], sources=list(service.sources),
                                routes=[r.name or "" for r in [*service.router.routes, service.router.default]])
