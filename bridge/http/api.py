@@ -10,8 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from bridge.errors import BridgeError
-from bridge.http.auth import api_responder, require_api_token
+from bridge.errors import BridgeError, NotAPerson
+from bridge.http.auth import api_responder, caller_name, require_api_token
 from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import MAX_CONTEXT_DEPTH, RequestState
 from bridge.models import Request as BridgeRequest
@@ -142,9 +142,15 @@ async def answer_request(request: Request, request_id: str) -> dict[str, Any] | 
         if len(current.questions) != 1:
             raise HTTPException(422, "this request has several questions: send `values` keyed by question id")
         values = {current.questions[0].id: body.value}
+    settings = request.app.state.settings
+    authorization = request.headers.get("authorization")
     try:
-        responder = api_responder(request.app.state.settings, service.people,
-                                  request.headers.get("authorization"), body.responder)
+        responder = api_responder(settings, service.people, authorization, body.responder)
+    except NotAPerson as exc:  # a relay naming someone who is nobody: refused, and on the record
+        await service.note(request_id, "refused", f"api:{caller_name(settings, authorization)}",
+                           {"name": exc.who, "via": "api", "reason": "not a person"})
+        return error_response(exc)
+    try:
         updated = await service.answer(request_id, responder, values, via="api", reason=body.reason)
     except BridgeError as exc:
         return error_response(exc)

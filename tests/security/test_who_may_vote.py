@@ -33,6 +33,8 @@ async def test_a_relay_token_cannot_vote_for_someone_who_is_not_a_person(tmp_pat
         assert "is not a person of people:" in refused.json()["detail"]
         assert (await stored(daemon, rid)).is_open
         assert [v.voter for v in await daemon.store.list_votes(rid)] == ["person:ana"]
+        note = (await events(daemon, rid, "refused"))[-1]  # on the record, as the token that tried
+        assert note.actor == "api:relay" and note.data["reason"] == "not a person"
 
 
 async def test_a_relayed_vote_is_the_persons_with_the_token_kept_as_relay(tmp_path: Path) -> None:
