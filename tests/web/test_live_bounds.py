@@ -37,11 +37,16 @@ async def test_held_looks_are_bounded_and_share_one_render_per_change(tmp_path: 
         feed = bridge.service.changes
         for person, name in ((ana, "ana"), (bo, "bo"), (cy, "cy")):
             assert (await person.login(PASSWORD, name=name)).status_code == 303
-        seen = (await ana.get(SEARCH)).headers["x-live-version"]
-        assert seen == feed.token
-        looks = {"X-Live-Seen": seen}
-        held = [asyncio.create_task(p.http.get(SEARCH, headers=looks)) for p in (ana, bo, cy) for _ in range(4)]
-        await wait_for(lambda: feed.watching_count() == 12)  # four per session, all parked
+        for _ in range(10):  # a change that slips in before all are parked (the store's idle upkeep): again
+            seen = (await ana.get(SEARCH)).headers["x-live-version"]
+            looks = {"X-Live-Seen": seen}
+            held = [asyncio.create_task(p.http.get(SEARCH, headers=looks)) for p in (ana, bo, cy) for _ in range(4)]
+            await wait_for(lambda: feed.watching_count() == 12 or any(t.done() for t in held))  # noqa: B023
+            if not any(t.done() for t in held):
+                break  # four per session, all parked
+            await asyncio.gather(*held)  # the feed moved: every look is answered
+        else:
+            raise AssertionError("the looks were never all held: the feed kept moving")
         assert await metric(ana.http, "hitl_inbox_live_held") == 12
         excess = [await p.http.get(SEARCH, headers=looks) for p in (ana, bo, cy)]  # a fifth tab each
         for refused in excess:
