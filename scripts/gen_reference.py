@@ -152,19 +152,30 @@ def _nested(annotation: Any) -> Iterator[type[BaseModel]]:
         yield from _nested(arg)
 
 
+def guide_meanings(guide: str | None) -> dict[str, str]:
+    """What the section's page says of each key in its key tables (`| `key` [default] | meaning |`)."""
+    if guide is None:
+        return {}
+    text = (ROOT / "docs" / "reference" / guide).resolve().read_text(encoding="utf-8")
+    default = r"(?: \[`[^`]*`\]| \[[^\]`]*\])?"  # [1.0] or [`["."]`]
+    rows = re.findall(rf"^\| `(\w+)`{default} \| (.+?) \|$", text, re.M)
+    return {key: meaning for key, meaning in rows}
+
+
 def model_table(model: type[BaseModel], prefix: str, seen: set[type[BaseModel]] | None = None,
-                nest: bool = True) -> str:
-    """A table of `model`'s keys under `prefix`, then (with `nest`) one for each model nested in it."""
+                nest: bool = True, guide: str | None = None) -> str:
+    """A table of `model`'s keys under `prefix`, then (with `nest`) one for each model nested in it;
+    a key the section's `guide` page explains in a key table gets the page's words."""
     seen = set() if seen is None else seen
     seen.add(model)
-    comments = _comments(model)
+    comments = {**_comments(model), **guide_meanings(guide)}  # the page's words for people, when it has some
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     nested: list[tuple[str, type[BaseModel]]] = []
     for name, info in model.model_fields.items():
         if info.exclude:
             continue
         key = info.alias or name
-        meaning = (info.description or comments.get(name, "")).replace("|", "\\|")
+        meaning = (info.description or comments.get(name, "")).replace("|", "\\|").replace("\\\\|", "\\|")
         rows.append(f"| `{prefix}{key}` | {_type(info.annotation).replace('|', chr(92) + '|')} | "
                     f"{_default(info).replace('|', chr(92) + '|')} | {meaning} |")
         for inner in _nested(info.annotation):
@@ -197,9 +208,11 @@ def config_page() -> str:
             break
     for key, target in CHANNEL_MODELS.items():
         guide = f" ([{key} guide]({GUIDE[key]}))" if key in GUIDE else ""
-        parts.append(f"\n## `{key}:` (channel){guide}\n\n" + model_table(load(target), f"{key}."))
+        parts.append(f"\n## `{key}:` (channel){guide}\n\n"
+                     + model_table(load(target), f"{key}.", guide=GUIDE.get(key)))
     for kind, target in SOURCE_MODELS.items():
-        parts.append(f"\n## `sources: - type: {kind}` ([guide]({GUIDE[kind]}))\n\n" + model_table(load(target), ""))
+        parts.append(f"\n## `sources: - type: {kind}` ([guide]({GUIDE[kind]}))\n\n"
+                     + model_table(load(target), "", guide=GUIDE[kind]))
     return "".join(parts)
 
 
