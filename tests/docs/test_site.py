@@ -4,6 +4,7 @@ reference pages hold what the code has."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -77,3 +78,18 @@ def test_the_metrics_reference_has_every_series_the_alerts_use(site: Path) -> No
     for metric in ("hitl_requests", "hitl_outbox_dead", "hitl_answers_total", "hitl_time_to_answer_seconds",
                    "hitl_timer_lateness_seconds", "hitl_ready"):
         assert f"<code>{metric}</code>" in page, metric
+
+
+def test_the_config_reference_knows_every_adapter() -> None:
+    """A new channel or source must say which model validates its section, or its keys would be
+    missing from the reference."""
+    from bridge import registry
+
+    spec = importlib.util.spec_from_file_location("gen_reference", ROOT / "scripts" / "gen_reference.py")
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert set(generator.CHANNEL_MODELS) == set(registry.CHANNELS)
+    assert set(generator.SOURCE_MODELS) == set(registry.SOURCES)
+    for target in [*generator.CHANNEL_MODELS.values(), *generator.SOURCE_MODELS.values()]:
+        assert generator.load(target).model_fields, target
