@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -25,6 +26,7 @@ RUNNABLE_PAGES = [ROOT / "README.md", DOCS / "getting-started.md", *sorted((DOCS
 REPLICAS = {DOCS / "guides" / "postgres-replicas.md"}  # run against two replicas on PostgreSQL
 ADDRESS = re.compile(r"\b(?:localhost|127\.0\.0\.1):(8787|8788)\b")
 CREATES = re.compile(r"/v1/requests\s+[^|]*-d\b")  # a curl that creates a request
+TOOLS = ("bash", "curl", "jq", "openssl")  # what the snippets use besides hitl-bridge
 
 
 def shell_blocks(page: Path) -> list[Block]:
@@ -68,6 +70,9 @@ async def daemons(tmp_path: Path, store_url: str | None, count: int) -> AsyncIte
 
 
 async def run_page(page: Path, tmp_path: Path, store_url: str | None = None) -> None:
+    missing = [tool for tool in TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"the snippets need {', '.join(missing)}, not installed here")
     count = 2 if page in REPLICAS else 1
     async with daemons(tmp_path, store_url, count) as running:
         ports = {"8787": running[0].port, "8788": running[-1].port}
