@@ -1,7 +1,7 @@
 """Run one source's loop, restart it when it crashes, and report `source:<name>` to the health
 registry.
 
-What the states mean (the README's operations section says the same):
+What the states mean (docs/operations.md says the same):
 
 - **failing** (not ready): the run loop has kept crashing for `stall_after` (60 s). The
   source is stalled: nothing new comes in from its engine, and only a fix (config, code,

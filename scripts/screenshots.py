@@ -1,4 +1,4 @@
-"""Make the README's pictures of the web inbox: a daemon on loopback with realistic requests
+"""Make the documentation's pictures of the web inbox: a daemon on loopback with realistic requests
 (open, approved, rejected, answered), photographed by headless Chromium (Debian's
 /usr/bin/chromium, driven by Playwright) as a person logged in as `ana` sees them.
 

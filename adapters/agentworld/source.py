@@ -43,7 +43,7 @@ class WorldChats(BaseModel):
 
 
 class AgentWorldConfig(PolledEngineConfig):
-    """`sources: - type: agentworld` (see docs/readme/engines.md)."""
+    """`sources: - type: agentworld` (see docs/engines/teal-mastra-agentworld.md)."""
 
     name: str = Field(default="agentworld", pattern=NAME_PATTERN)
     base_url: str = Field(pattern=r"^https?://", max_length=2000)  # e.g. http://host:3000/api

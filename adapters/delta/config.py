@@ -1,4 +1,4 @@
-"""The `sources: [{type: delta, ...}]` section (keys documented in docs/readme/delta.md)."""
+"""The `sources: [{type: delta, ...}]` section (keys documented in docs/engines/delta.md)."""
 
 from __future__ import annotations
 

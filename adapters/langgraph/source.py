@@ -37,7 +37,7 @@ RUN_METADATA_KEY = "hitl_bridge_request_id"
 
 
 class LangGraphConfig(BaseModel):
-    """The `sources: - type: langgraph` section (see docs/readme/langgraph.md)."""
+    """The `sources: - type: langgraph` section (see docs/engines/langgraph.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -54,7 +54,7 @@ CHECKS_AT_ONCE = 8
 
 
 class MastraConfig(PolledEngineConfig):
-    """`sources: - type: mastra` (see docs/readme/engines.md)."""
+    """`sources: - type: mastra` (see docs/engines/teal-mastra-agentworld.md)."""
 
     name: str = Field(default="mastra", pattern=NAME_PATTERN)
     workflows: list[str] = Field(default_factory=list, max_length=500)

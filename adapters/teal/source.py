@@ -40,7 +40,7 @@ MAX_REPLY_BYTES = 16 * 1024 * 1024  # a resume reply larger than this is not rea
 
 
 class TealConfig(BaseModel):
-    """`sources: - type: teal` (see docs/readme/engines.md)."""
+    """`sources: - type: teal` (see docs/engines/teal-mastra-agentworld.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

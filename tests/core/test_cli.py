@@ -221,13 +221,13 @@ def test_a_verb_is_registered_by_one_line(monkeypatch: pytest.MonkeyPatch) -> No
         cli.run(["broken"])
 
 
-def test_the_readme_lists_the_exit_codes_the_cli_uses() -> None:
+def test_the_docs_list_the_exit_codes_the_cli_uses() -> None:
     import re
 
     from bridge.cli import exits
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Exit codes", 1)[1].split("###", 1)[0]
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = readme.split("## Exit codes", 1)[1].split("## ", 1)[0]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", section, re.M)}
     used = {exits.OK, exits.REFUSED, exits.USAGE, exits.UNREACHABLE, exits.UNAUTHORIZED, exits.INTERRUPTED,
             exits.BROKEN_PIPE}

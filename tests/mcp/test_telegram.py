@@ -1,4 +1,4 @@
-"""The README's setup: Claude Code's permission prompts (`hitl-bridge mcp`, stdio) answered from
+"""docs/guides/claude-code-phone.md's setup: Claude Code's permission prompts (`hitl-bridge mcp`, stdio) answered from
 Telegram — one tap allows, Reject plus a reply denies with the reason."""
 
 from __future__ import annotations
