@@ -306,3 +306,9 @@ async def test_task_unreadable_or_decided_elsewhere_ends_with_a_clear_error(tmp_
         await answer(bridge, rid2, {"tool_1": "yes"})
         await wait_for(lambda: _is(bridge, rid2, "failed"))
         assert "is unknown at task_url" in (await get_request(bridge, rid2))["error"]
+        rid3 = await pause_in_bridge(bridge, teal, [[tool_call("A", "three", {})]])
+        teal.server.set_faults("garbage", only_methods=("GET",))  # task_url answers something else
+        await answer(bridge, rid3, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid3, "failed"))
+        assert "did not answer a Teal task" in (await get_request(bridge, rid3))["error"]
+        assert teal.server.calls_to("POST", "/resume/") == []  # never sent blind
