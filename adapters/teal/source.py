@@ -262,6 +262,9 @@ class TealSource:
                 self.ambiguous.discard(rid)
                 log.info("teal source %s: %s was resumed by an earlier attempt", self.name, rid)
                 return
+            if self.config.task_url is not None:
+                await self._after_error(outcome, headers, action, status)
+                return
             raise DeliveryError(
                 f"Teal answered HTTP {status} to the resume call "
                 "(it gives no detail: wrong owner, task not paused, or a server error)"
@@ -309,6 +312,19 @@ class TealSource:
         if state.kind == "paused_here":
             self.unsettled.discard(outcome.request.id)
             raise DeliveryError(f"Teal {what}; the task is still paused on these calls, so the decision is sent again")
+        await self._settle(outcome, state, action, what)
+
+    async def _after_error(self, outcome: Outcome, headers: dict[str, str], action: str, status: int) -> None:
+        """Teal answered the resume with an error (it gives no detail): the task tells whether
+        the decision was refused (still paused: retried) or taken before the turn failed."""
+        what = f"answered HTTP {status} to the resume call"
+        state = await self._read_task(outcome, headers, what)
+        if state.kind == "paused_here":
+            raise DeliveryError(f"Teal {what} and the task is still paused (wrong owner, or a server error)")
+        if state.kind == "running" and action == "approve":
+            raise DeliveryError(
+                f"Teal {what} after taking the approval: the agent's turn failed (a tool or LLM error) and Teal "
+                "leaves the task Running, where it cannot be resumed; see Teal's log", permanent=True)
         await self._settle(outcome, state, action, what)
 
     async def _settle(self, outcome: Outcome, state: TaskState, action: str, what: str) -> None:

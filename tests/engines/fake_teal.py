@@ -107,6 +107,7 @@ class FakeTeal:
         self.next_plan: list[list[dict[str, Any]]] = [[tool_call("Deploy", "ship", {"env": "prod"})]]
         self.resume_delay = 0.0  # seconds the agent's turn takes after an approval
         self.drop_resumes = 0  # that many next resume calls break off after Teal took the decision
+        self.fail_turns = 0  # that many next approved turns fail (a tool or LLM error): HTTP 500, task left Running
         self.turns: set[asyncio.Task[dict[str, Any]]] = set()
         prefix = f"/{agent}/{version}"
         app = Starlette(
@@ -218,6 +219,9 @@ class FakeTeal:
 
     async def _slow_turn(self, task: Task) -> dict[str, Any]:
         await asyncio.sleep(self.resume_delay)  # the agent's LLM calls and tools take their time
+        if self.fail_turns > 0:
+            self.fail_turns -= 1
+            raise RuntimeError("the LLM call failed")
         return self._turn(task)
 
     async def _invoke(self, request: Request) -> JSONResponse:
@@ -253,7 +257,10 @@ class FakeTeal:
         if self.drop_resumes > 0:
             self.drop_resumes -= 1
             return Dropped()
-        return JSONResponse(await asyncio.shield(turn))
+        try:
+            return JSONResponse(await asyncio.shield(turn))
+        except RuntimeError:
+            return JSONResponse(ERROR, status_code=500)
 
     async def _task(self, request: Request) -> JSONResponse:
         task = self.tasks.get(request.path_params["task_id"])

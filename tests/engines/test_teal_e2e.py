@@ -292,6 +292,24 @@ async def test_resume_that_did_not_land_is_sent_again_after_reading_the_task(tmp
         assert [r.title for r in await wait_for(lambda: open_requests(bridge, "teal"))] == ["Approve A.two"]
 
 
+async def test_turn_failing_after_the_approval_ends_with_a_clear_error(tmp_path: Path, teal: FakeTeal) -> None:
+    """Teal answers 500 both when it refuses a resume and when the approved turn fails
+    afterwards (the task then stays Running for good): the task tells them apart."""
+    async with running_bridge(tmp_path, engine_config(with_task_url(teal))) as bridge:
+        rid = await pause_in_bridge(bridge, teal, [[tool_call("A", "one", {})]])
+        teal.fail_turns = 1
+        await answer(bridge, rid, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid, "failed"))
+        assert "the agent's turn failed" in (await get_request(bridge, rid))["error"]
+        assert len(teal.server.calls_to("POST", "/resume/")) == 1
+        rid2 = await pause_in_bridge(bridge, teal, [[tool_call("A", "two", {})]])
+        teal.server.set_faults("error", remaining=1, only_methods=("POST",))  # refused before Teal took it
+        await answer(bridge, rid2, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid2, "delivered"))
+        retries = [e.data["error"] for e in await bridge.store.list_events(rid2) if e.kind == "delivery_retry"]
+        assert len(retries) == 1 and "still paused" in retries[0]
+
+
 async def test_task_unreadable_or_decided_elsewhere_ends_with_a_clear_error(tmp_path: Path, teal: FakeTeal) -> None:
     async with running_bridge(tmp_path, engine_config(with_task_url(teal))) as bridge:
         rid = await pause_in_bridge(bridge, teal, [[tool_call("A", "one", {})]])
