@@ -7,6 +7,11 @@ A success marks the entry done and the request `delivered` in one transaction; a
 first heals requests an older bridge left `answered` after a crash between the two.
 While the store fails (full, gone), the loop waits and tries again: the store reports the
 fault to the health registry, once.
+
+One delivery may take `delivery.timeout`, or as long as its source says it needs: a source
+may set `delivery_timeout` (a timedelta) when its engine answers a write-back only after
+the run has gone on (Teal answers a resume after the agent's whole turn). The entry's
+lease is then pushed out to match, so no other worker takes it meanwhile.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ log = logging.getLogger("hitl_bridge.outbox")
 
 NOT_KEPT = "[not kept]"
 STORE_RETRY_S = 1.0  # the store failed: wait this long before the next round
+LEASE_MARGIN_S = 30  # a claimed entry stays leased this long past its delivery's time limit
 
 
 class Outbox:
@@ -74,7 +80,7 @@ class Outbox:
 
     async def _round(self) -> None:
         """Start the due deliveries, or wait until the next one is due (or a kick)."""
-        lease = self.settings.timeout.total_seconds() + 30
+        lease = self.settings.timeout.total_seconds() + LEASE_MARGIN_S
         self._wake.clear()
         await self._slots.acquire()
         self._slots.release()
@@ -137,17 +143,29 @@ class Outbox:
             await self.store.outbox_dead(item.id, error="request no longer exists")
             return
         source = self.service.sources.get(request.source)
+        limit = self.limit(source)
+        if limit > self.settings.timeout:  # claimed with the default lease: make it last the whole delivery
+            await self.store.outbox_retry(item.id, attempts=item.attempts, error=item.last_error or "",
+                                          due_at=self.clock.now() + limit + timedelta(seconds=LEASE_MARGIN_S))
         try:
             if source is None:
                 raise DeliveryError(f"no source named {request.source!r} is configured", permanent=True)
             outcome = Outcome(request=request, state=item.state, answer=self._open_answer(request))
-            await asyncio.wait_for(source.deliver(outcome), timeout=self.settings.timeout.total_seconds())
+            await asyncio.wait_for(source.deliver(outcome), timeout=limit.total_seconds())
         except asyncio.CancelledError:
             raise
         except (Exception, TimeoutError) as exc:
-            await self._failed(item, request, exc)
+            await self._failed(item, request, exc, limit)
             return
         await self._succeeded(item, request)
+
+    def limit(self, source: object) -> timedelta:
+        """How long one delivery to `source` may take: its own `delivery_timeout` when it
+        sets one, else `delivery.timeout`."""
+        own = getattr(source, "delivery_timeout", None)
+        if isinstance(own, timedelta) and own > timedelta(0):
+            return own
+        return self.settings.timeout
 
     def _open_answer(self, request: Request) -> Answer | None:
         if request.answer is None:
@@ -179,11 +197,11 @@ class Outbox:
         if updated is not None:
             self.service.changes.publish(updated)
 
-    async def _failed(self, item: OutboxItem, request: Request, exc: BaseException) -> None:
+    async def _failed(self, item: OutboxItem, request: Request, exc: BaseException, limit: timedelta) -> None:
         now = self.clock.now()
         error = str(exc) or type(exc).__name__
         if isinstance(exc, TimeoutError):
-            error = f"no reply within {self.settings.timeout.total_seconds():g} s"
+            error = f"no reply within {limit.total_seconds():g} s"
         permanent = isinstance(exc, DeliveryError) and exc.permanent
         attempts = item.attempts + 1
         age = now - item.created_at

@@ -5,8 +5,8 @@ submits only prompts not seen before. agent-world reads a chat's pending prompts
 stored messages, so a prompt gone from its chat while its request is still open was
 answered elsewhere (agent-world's own UI): the request is withdrawn. Answers go through
 `hitl/respond`, which checks agent-world's in-memory pending map; after a restart that map
-is empty until the chat's turn is restored, so "not pending" for a prompt the chat still
-lists is retried (see `_respond`). Supported: agent-world 0.16 (prompts with `questions`).
+is empty until the chat's turn is restored, so a refusal that says so for a prompt the chat
+still lists is retried (see `_respond` and `refusals`). Supported: agent-world 0.16 (prompts with `questions`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.agentworld.mapping import NoAnswer, map_prompt, prompt_key, respond_body
+from adapters.agentworld.refusals import Refusal, classify, reason_of
 from adapters.polling import (
     NAME_PATTERN,
     EngineUnreadable,
@@ -32,7 +33,6 @@ from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
 
 log = logging.getLogger("hitl_bridge.agentworld")
-NOT_PENDING = "No pending HITL request found"
 
 
 class WorldChats(BaseModel):
@@ -155,17 +155,17 @@ class AgentWorldSource(PolledEngineSource):
         self.ambiguous.discard(rid)
 
     async def _respond(self, rid: str, ref: dict[str, Any], body: dict[str, Any], landed_if_gone: bool) -> None:
-        """Send the answer. agent-world refuses it as "not pending" while its runtime has not
-        restored the chat (after a restart), although the chat still lists the prompt: then
-        the chat is replayed with setChat and the answer sent again, and retried with backoff
-        (within `delivery.give_up_after`) until agent-world takes it. Any other refusal, or a
-        prompt gone from its chat, fails the request with agent-world's reason."""
+        """Send the answer. A refusal agent-world gives while its runtime has not restored
+        the prompt (after a restart: see `refusals`) replays the chat with setChat and sends
+        again; if agent-world still has not restored it, the answer is retried with backoff
+        (within `delivery.give_up_after`). Any other refusal, or a prompt gone from its chat,
+        fails the request with agent-world's reason."""
         path = f"/worlds/{quote(ref['world'], safe='')}/hitl/respond"
         verdict = await self._verdict(rid, await self.post_write_back(rid, path, body, landed_if_gone), landed_if_gone)
         if verdict.get("accepted") is True:
             return
-        reason = str(verdict.get("reason") or "no reason given")[:300]
-        if not reason.startswith(NOT_PENDING):
+        reason = reason_of(verdict)
+        if classify(reason) is Refusal.FINAL:
             self.ambiguous.discard(rid)
             raise DeliveryError(f"agent-world refused the answer: {reason}", permanent=True)
         try:
@@ -183,8 +183,8 @@ class AgentWorldSource(PolledEngineSource):
         again = await self._verdict(rid, await self.post_write_back(rid, path, body, landed_if_gone), landed_if_gone)
         if again.get("accepted") is True:
             return
-        reason = str(again.get("reason") or "no reason given")[:300]
-        if reason.startswith(NOT_PENDING):
+        reason = reason_of(again)
+        if classify(reason) is Refusal.REPLAY_CHAT:
             raise DeliveryError("agent-world lists the prompt but has not restored it yet (restarted?); "
                                 f"retrying: {reason}")
         self.ambiguous.discard(rid)

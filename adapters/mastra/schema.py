@@ -23,6 +23,7 @@ from bridge.models import Answer, Question, QuestionKind
 REASON_NAMES = ("reason", "comment", "comments", "feedback", "note", "notes", "message", "rejectionReason",
                 "rejection_reason")
 MAX_PROPERTIES = 40
+OTHER = "Other (type it below)"  # the choice that stands for a typed answer
 _QID = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
@@ -36,8 +37,9 @@ class Slot:
 
     qid: str
     name: str | None
-    type: str  # boolean | enum | multi_enum | string | number | integer | json
+    type: str  # boolean | enum | multi_enum | string | number | integer | json | any
     values: dict[str, Any] = field(default_factory=dict)  # option label → engine value
+    other: str | None = None  # an enum's free-text question: typed text is sent instead of the choice
 
 
 @dataclass
@@ -47,7 +49,8 @@ class AnswerPlan:
 
     def as_ref(self) -> dict[str, Any]:
         return {"mode": "schema", "reason": self.reason,
-                "slots": [{"qid": s.qid, "name": s.name, "type": s.type, "values": s.values} for s in self.slots]}
+                "slots": [{"qid": s.qid, "name": s.name, "type": s.type, "values": s.values,
+                           **({"other": s.other} if s.other else {})} for s in self.slots]}
 
 
 def parse_schema(raw: Any) -> dict[str, Any] | None:
@@ -60,6 +63,12 @@ def parse_schema(raw: Any) -> dict[str, Any] | None:
     if isinstance(raw, dict) and "json" in raw and not ({"type", "properties", "enum"} & raw.keys()):
         raw = raw["json"]
     return raw if isinstance(raw, dict) and raw else None
+
+
+def allows_anything(schema: Any) -> bool:
+    """A schema that puts no constraint on the value (`z.any()`, `z.unknown()`: `{}` or only
+    `$schema`/`description`/`title`/`default`)."""
+    return isinstance(schema, dict) and not (schema.keys() - {"$schema", "description", "title", "default"})
 
 
 def _label(name: str) -> str:
@@ -126,7 +135,7 @@ def _slot_and_question(qid: str, name: str | None, schema: dict[str, Any], promp
     else:
         default = schema.get("default")
         hints.append("JSON")
-        slot = Slot(qid, name, "json")
+        slot = Slot(qid, name, "any" if allows_anything(schema) else "json")
         question = Question(id=qid, kind=QuestionKind.edit, prompt=prompt, required=required,
                             default=default if isinstance(default, dict | list) else None)
     question.help_text = " · ".join(h for h in hints if h)[:2000]
@@ -188,7 +197,10 @@ def resume_data(plan: dict[str, Any], answer: Answer) -> Any:
     data: dict[str, Any] = {}
     rejected = False
     for slot in plan.get("slots", []):
-        value = _engine_value(slot, answer.values.get(slot["qid"]))
+        if slot.get("other"):
+            value = _chosen_or_typed(slot, answer.values.get(slot["qid"]), answer.values.get(slot["other"]))
+        else:
+            value = _engine_value(slot, answer.values.get(slot["qid"]))
         if slot.get("name") is None:
             return value
         if value is not None:
@@ -198,6 +210,16 @@ def resume_data(plan: dict[str, Any], answer: Answer) -> Any:
     if reason and rejected and answer.reason:
         data[reason] = answer.reason[:2000]
     return data
+
+
+def _chosen_or_typed(slot: dict[str, Any], chosen: Any, typed: Any) -> Any:
+    """An option offered with a free-text alternative: the typed text when there is one,
+    else the chosen option's own value."""
+    if isinstance(typed, str) and typed.strip():
+        return typed.strip()
+    if chosen is None or chosen == OTHER:
+        raise AnswerDoesNotFit(f"{OTHER!r} was chosen but no other answer was typed")
+    return slot["values"].get(chosen, chosen)
 
 
 def _engine_value(slot: dict[str, Any], value: Any) -> Any:

@@ -7,6 +7,14 @@ the `HitlResponse` itself). The decision is POSTed to
 authorization (kept sealed with `secrets.key`) or the configured one. A resume reply that
 is another pause opens a new request. Teal has no read API, so a pause resolved in
 Teal's own UI is reported with `POST /v1/sources/{name}/pauses/withdraw`.
+
+Teal answers a resume only once the tools and the rest of the agent's turn have run, so
+a resume call may take `resume_timeout` (10 min by default; the outbox gives this source
+that long, see `delivery_timeout`). When its reply is lost (timeout, dropped connection)
+and `task_url` is set, the task is read to learn what happened (see `task`): a chained
+pause is asked as a new request, a turn still running is checked again later, a decision
+that did not land is sent again. With `task_url`, every approval first checks the task is
+still paused on the calls that were approved.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any, NoReturn
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -25,6 +34,7 @@ from starlette.routing import BaseRoute, Route
 
 from adapters.polling import describe
 from adapters.teal.mapping import InvalidPause, TealPause, parse_pause, pause_to_request, resume_body, resume_path
+from adapters.teal.task import TaskState, judge
 from bridge.config import Duration, Settings
 from bridge.crypto import SecretBox, SecretLost
 from bridge.http.auth import token_ok
@@ -47,7 +57,10 @@ class TealConfig(BaseModel):
     name: str = Field(default="teal", pattern=NAME_PATTERN)
     base_url: str = Field(pattern=r"^https?://", max_length=2000)  # the service root, without agent/version
     authorization: SecretStr | None = None  # default Authorization header for resume calls
-    timeout: Duration = timedelta(seconds=5)
+    timeout: Duration = timedelta(seconds=5)  # connecting, sending, reading the task
+    resume_timeout: Duration = timedelta(minutes=10)  # a resume returns after the agent's whole turn
+    # where to read a task (AgentTask JSON) to settle a resume whose reply was lost; `{task_id}` is replaced
+    task_url: str | None = Field(default=None, pattern=r"^(https?://|/).*\{task_id\}", max_length=2000)
 
 
 class PauseIntake(BaseModel):
@@ -84,6 +97,8 @@ class TealSource:
             base_url=config.base_url.rstrip("/"), timeout=config.timeout.total_seconds(), follow_redirects=False
         )
         self.sink: RequestSink | None = None
+        # how long the outbox lets one delivery run: the resume call, then reading the task
+        self.delivery_timeout = config.resume_timeout + 3 * config.timeout
         self.ambiguous: set[str] = set()  # rejects that got no clear reply (safe to send again)
         self.unsettled: set[str] = set()  # approves sent without a reply yet (never sent twice)
 
@@ -219,10 +234,16 @@ class TealSource:
         if auth:
             headers["Authorization"] = auth
         body = resume_body(outcome.state, outcome.answer)
-        if body["action"] == "approve":
-            if rid in self.unsettled:
-                # the last approve was interrupted (outbox timeout, cancel) before any reply
-                self._unclear(rid, "approve", "never confirmed an earlier approval attempt")
+        action = body["action"]
+        if self.config.task_url is not None:
+            state = await self._read_task(outcome, headers)
+            if state.kind != "paused_here":  # an earlier attempt (or Teal's own UI) already resumed it
+                await self._settle(outcome, state, action, "was resumed before this attempt")
+                return
+        elif action == "approve" and rid in self.unsettled:
+            # the last approve was interrupted (outbox timeout, cancel) before any reply
+            self._unclear(rid, "approve", "never confirmed an earlier approval attempt")
+        if action == "approve":
             self.unsettled.add(rid)
         try:
             status, raw = await self._post(path, body, headers)
@@ -230,49 +251,132 @@ class TealSource:
             self.unsettled.discard(rid)
             raise DeliveryError(f"Teal unreachable: {describe(exc)}") from None
         except httpx.TimeoutException:
-            self._unclear(rid, body["action"], "did not answer the resume call in time")
+            what = f"did not answer the resume call within {self.config.resume_timeout.total_seconds():g} s"
+            return await self._after_unclear(outcome, headers, action, what)
         except httpx.HTTPError as exc:
-            self._unclear(rid, body["action"], f"broke off the resume call ({describe(exc)})")
-        self.unsettled.discard(rid)
+            return await self._after_unclear(outcome, headers, action, f"broke off the resume call ({describe(exc)})")
         if status >= 500:
+            self.unsettled.discard(rid)
             if rid in self.ambiguous:
                 # an earlier reject got no clear reply; Teal answers 500 once the task is no longer paused
                 self.ambiguous.discard(rid)
                 log.info("teal source %s: %s was resumed by an earlier attempt", self.name, rid)
+                return
+            if self.config.task_url is not None:
+                await self._after_error(outcome, headers, action, status)
                 return
             raise DeliveryError(
                 f"Teal answered HTTP {status} to the resume call "
                 "(it gives no detail: wrong owner, task not paused, or a server error)"
             )
         if status >= 400:
+            self.unsettled.discard(rid)
             raise DeliveryError(
                 f"Teal refused the resume call (HTTP {status})",
                 permanent=status not in (408, 429),
             )
         if raw is None:
-            self._unclear(rid, body["action"], f"answered the resume call with over {MAX_REPLY_BYTES} bytes")
+            what = f"answered the resume call with over {MAX_REPLY_BYTES} bytes"
+            return await self._after_unclear(outcome, headers, action, what)
         try:
             pause = parse_pause(json.loads(raw))
         except (ValueError, RecursionError, InvalidPause):
-            self._unclear(rid, body["action"], "answered the resume call with something unreadable")
+            what = "answered the resume call with something unreadable"
+            return await self._after_unclear(outcome, headers, action, what)
+        self.unsettled.discard(rid)
         self.ambiguous.discard(rid)
-        if pause is not None and body["action"] == "approve":
-            follow = {k: v for k, v in ref.items() if k in ("agent", "version", "authorization")}
-            follow["seq"] = int(ref.get("seq", 0)) + 1
-            try:
-                await self._submit(
-                    pause, follow, labels=outcome.request.labels or None, responders=outcome.request.responders or None
-                )
-            except Exception:
-                # the approval landed: never retry it (Teal would apply it to this next pause)
-                log.exception(
-                    "teal source %s: could not open a request for the next pause of task %s", self.name, pause.task_id
-                )
+        if pause is not None and action == "approve":
+            await self._follow(outcome, pause)
+
+    async def _follow(self, outcome: Outcome, pause: TealPause) -> None:
+        """Open a request for the pause that followed an approval (never fails the delivery:
+        the approval landed, and Teal would apply a second one to this next pause)."""
+        ref = outcome.request.source_ref
+        follow = {k: v for k, v in ref.items() if k in ("agent", "version", "authorization")}
+        follow["seq"] = int(ref.get("seq", 0)) + 1
+        try:
+            await self._submit(
+                pause, follow, labels=outcome.request.labels or None, responders=outcome.request.responders or None
+            )
+        except Exception:
+            log.exception(
+                "teal source %s: could not open a request for the next pause of task %s", self.name, pause.task_id
+            )
+
+    async def _after_unclear(self, outcome: Outcome, headers: dict[str, str], action: str, what: str) -> None:
+        """The resume call may or may not have landed: read the task to know (with `task_url`)."""
+        if self.config.task_url is None:
+            self.unsettled.discard(outcome.request.id)
+            self._unclear(outcome.request.id, action, what)
+        state = await self._read_task(outcome, headers, what)
+        if state.kind == "paused_here":
+            self.unsettled.discard(outcome.request.id)
+            raise DeliveryError(f"Teal {what}; the task is still paused on these calls, so the decision is sent again")
+        await self._settle(outcome, state, action, what)
+
+    async def _after_error(self, outcome: Outcome, headers: dict[str, str], action: str, status: int) -> None:
+        """Teal answered the resume with an error (it gives no detail): the task tells whether
+        the decision was refused (still paused: retried) or taken before the turn failed."""
+        what = f"answered HTTP {status} to the resume call"
+        state = await self._read_task(outcome, headers, what)
+        if state.kind == "paused_here":
+            raise DeliveryError(f"Teal {what} and the task is still paused (wrong owner, or a server error)")
+        if state.kind == "running" and action == "approve":
+            raise DeliveryError(
+                f"Teal {what} after taking the approval: the agent's turn failed (a tool or LLM error) and Teal "
+                "leaves the task Running, where it cannot be resumed; see Teal's log", permanent=True)
+        await self._settle(outcome, state, action, what)
+
+    async def _settle(self, outcome: Outcome, state: TaskState, action: str, what: str) -> None:
+        """The task is no longer paused on the calls decided on: return when the decision
+        is known to have landed, raise to check again later, or fail with the reason."""
+        rid = outcome.request.id
+        task = outcome.request.source_ref.get("task_id")
+        if state.kind == "running" and action == "approve":
+            self.unsettled.add(rid)
+            raise DeliveryError(f"Teal {what}; the task is running the approved turn, checking it again")
+        self.unsettled.discard(rid)
+        self.ambiguous.discard(rid)
+        if action == "approve" and state.kind == "paused_next" and state.pause is not None:
+            await self._follow(outcome, state.pause)
+            return
+        if (action, state.kind) in (("approve", "finished"), ("reject", "rejected")):
+            return
+        if state.kind == "failed":
+            raise DeliveryError(f"Teal {what}; Teal marked task {task} Failed", permanent=True)
+        raise DeliveryError(
+            f"Teal {what}; task {task} went on without this {action} (decided in Teal itself?)", permanent=True
+        )
+
+    async def _read_task(self, outcome: Outcome, headers: dict[str, str], what: str = "") -> TaskState:
+        """The task as Teal's store holds it, judged against the pause decided on. A read
+        that fails is retried (the decision is never sent blind meanwhile)."""
+        assert self.config.task_url is not None
+        ref = outcome.request.source_ref
+        task_id = str(ref.get("task_id") or "")
+        url = self.config.task_url.replace("{task_id}", quote(task_id, safe=""))
+        prefix = f"Teal {what}; " if what else ""
+        try:
+            reply = await self.http.get(url, headers=headers)
+        except httpx.HTTPError as exc:
+            raise DeliveryError(f"{prefix}cannot read the task to check it ({describe(exc)})") from None
+        if reply.status_code == 404:
+            raise DeliveryError(f"{prefix}task {task_id} is unknown at task_url (expired from Teal's store?)",
+                                permanent=True)
+        if reply.status_code >= 400:
+            raise DeliveryError(f"{prefix}task_url answered HTTP {reply.status_code}",
+                                permanent=reply.status_code < 500 and reply.status_code not in (408, 429))
+        fingerprint = (outcome.request.external_id or "").rsplit(":", 1)[-1]
+        try:
+            return judge(reply.json(), str(ref["request_id"]), fingerprint)
+        except (ValueError, RecursionError) as exc:  # InvalidTask, or not JSON
+            raise DeliveryError(f"{prefix}task_url did not answer a Teal task: {exc}"[:500], permanent=True) from None
 
     async def _post(self, path: str, body: dict[str, str], headers: dict[str, str]) -> tuple[int, bytes | None]:
         """POST and read the reply: its status and body, or None for a body over the limit
         (read no further: an endless reply must not fill the memory)."""
-        async with self.http.stream("POST", path, json=body, headers=headers) as reply:
+        limits = httpx.Timeout(self.config.timeout.total_seconds(), read=self.config.resume_timeout.total_seconds())
+        async with self.http.stream("POST", path, json=body, headers=headers, timeout=limits) as reply:
             raw = bytearray()
             async for chunk in reply.aiter_bytes():
                 raw += chunk
@@ -286,7 +390,8 @@ class TealSource:
         could approve tool calls nobody has seen."""
         if action == "approve":
             raise DeliveryError(
-                f"Teal {what}; the approval may have been applied, so it is not sent again (check the task in Teal)",
+                f"Teal {what}; the approval may have been applied, so it is not sent again (check the task in "
+                "Teal; with `task_url` set the bridge checks it itself)",
                 permanent=True,
             )
         self.ambiguous.add(rid)

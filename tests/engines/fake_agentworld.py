@@ -13,9 +13,14 @@ of the structured `ask_user_input` migration, April 2026, and `server/api.ts`):
 - `POST /api/worlds/{world}/hitl/respond` with `{requestId, chatId?, optionId}`,
   `{requestId, chatId?, answers: [{questionId, optionIds}]}` or `{requestId, chatId?,
   skipped: true}` answers `{accepted, reason?}`, checked against the runtime's pending map
-  with agent-world's own reasons. After a restart the map is empty: every answer gets
-  "No pending HITL request found…" until the chat's turn is restored, which here happens on
-  the `restored_after`-th `setChat` of that chat (agent-world restores it in the background).
+  with agent-world's own reasons. After a restart the map is empty until the chat's turn is
+  restored, which here happens on the `restored_after`-th `setChat` of that chat (agent-world
+  restores it in the background). Meanwhile an answer is refused with the reason the
+  restart was told to give (`restart(refusal=...)`): "No pending HITL request found…"
+  (`NOT_PENDING`, older servers, or an answer without `chatId`) or, for an answer naming its
+  `chatId`, "HITL request '…' is pending in chat messages but the chat is not yet activated
+  on this server. Call POST …/setChat/… to activate, then retry this request."
+  (`NOT_ACTIVATED`, agent-world 15d91319 / 458d539e).
 - The older `POST /api/worlds/{world}/tool-results` route is gone (Express answers 404).
 Errors: `{error, code, details?}` with 400 / 404.
 """
@@ -35,6 +40,8 @@ from starlette.routing import Route
 from tests.engines.harness import FakeServer
 
 Option = tuple[str, str] | tuple[str, str, str]  # (id, label) or (id, label, description)
+NOT_PENDING = "not_pending"
+NOT_ACTIVATED = "not_activated"
 
 
 @dataclass
@@ -44,6 +51,7 @@ class World:
     current_chat: str | None = None
     runtime: dict[str, str] = field(default_factory=dict)  # requestId → chatId (pending map, in memory)
     restoring: dict[str, int] = field(default_factory=dict)  # chat → setChat calls until its turn is back
+    refusal: str = NOT_PENDING  # what an answer gets while its chat is not restored
     answers: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -105,12 +113,14 @@ class FakeAgentWorld:
         w.runtime[prompt["requestId"]] = chat
         return str(prompt["requestId"])
 
-    def restart(self, world: str, restored_after: int = 1) -> None:
+    def restart(self, world: str, restored_after: int = 1, refusal: str = NOT_PENDING) -> None:
         """The server restarted: prompts survive in the chats' messages, the pending map is
-        empty until a chat's turn is restored (on its `restored_after`-th setChat)."""
+        empty until a chat's turn is restored (on its `restored_after`-th setChat); answers
+        meanwhile get `refusal` (NOT_PENDING or NOT_ACTIVATED)."""
         w = self.world(world)
         w.runtime.clear()
         w.restoring = {chat: restored_after for chat in w.chats}
+        w.refusal = refusal
 
     def resolve_elsewhere(self, world: str, request_id: str) -> None:
         self._drop(self.world(world), request_id)
@@ -163,6 +173,12 @@ class FakeAgentWorld:
             return JSONResponse({"accepted": False, "reason": "worldId, requestId, and either answers, skipped, "
                                                               "or optionId are required."})
         prompt = self._find(w, rid)
+        asked_in = next((chat for chat, prompts in w.chats.items() if prompt in prompts), None)
+        if (prompt is not None and rid not in w.runtime and w.refusal == NOT_ACTIVATED
+                and body.get("chatId") == asked_in and asked_in in w.restoring):
+            return JSONResponse({"accepted": False, "reason": (
+                f"HITL request '{rid}' is pending in chat messages but the chat is not yet activated on this "
+                f"server. Call POST /worlds/{name}/setChat/{asked_in} to activate, then retry this request.")})
         if prompt is None or rid not in w.runtime:
             return JSONResponse({"accepted": False, "reason": f"No pending HITL request found for requestId '{rid}'."})
         chat = w.runtime[rid]

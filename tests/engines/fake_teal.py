@@ -9,10 +9,19 @@
   request_id**, or the agent finishes (`TealAgentsResponse`). Reject: `RejectedToolResponse`.
 - Every error — unknown request, wrong owner, task not paused, bad body — is HTTP 500
   `{"detail": "Internal Server Error"}`, as the real service answers.
+- As the real service, an approval marks the task `Running` at once and answers only after
+  the tools and the rest of the agent's turn have run: `resume_delay` seconds here. A
+  finished task stays `Running` with the output as its last item (Teal never writes
+  `Completed`). `drop_resumes` makes the next resume calls break off the connection after
+  Teal has taken the decision (the turn still runs to its end).
+- `GET /tasks/{task_id}` answers the task as Teal's store keeps it (`AgentTask`): the real
+  service has no such route; it stands for the read route a deployment puts in front of
+  that store (the Teal source's `task_url`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -20,8 +29,9 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from tests.engines.harness import FakeServer
 
@@ -57,6 +67,33 @@ class Task:
     request_id: str = ""
     step: int = 0
     decisions: list[str] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)  # AgentTask.items
+
+    def note(self, role: str, content: str, pending: list[dict[str, Any]] | None = None) -> None:
+        self.items.append({
+            "task_id": self.task_id, "role": role, "request_id": self.request_id,
+            "item": {"content_type": "text", "content": content}, "updated": "2026-11-26T00:00:00",
+            "pending_tool_calls": pending, "chat_history": None,
+        })
+
+    def view(self) -> dict[str, Any]:
+        """The task as Teal's store keeps it (`AgentTask.model_dump()`)."""
+        return {"task_id": self.task_id, "session_id": self.session_id, "user_id": self.owner,
+                "items": self.items, "created_at": "2026-11-26T00:00:00", "last_updated": "2026-11-26T00:00:00",
+                "status": self.status}
+
+
+class Dropped(Response):
+    """Starts the reply, then breaks the connection off before its body is complete."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"1000")]})
+        await send({"type": "http.response.body", "body": b'{"out', "more_body": True})
+        raise ConnectionResetError("the stand-in drops this resume call")
 
 
 class FakeTeal:
@@ -68,11 +105,16 @@ class FakeTeal:
         self.tasks: dict[str, Task] = {}
         self.by_request: dict[str, str] = {}
         self.next_plan: list[list[dict[str, Any]]] = [[tool_call("Deploy", "ship", {"env": "prod"})]]
+        self.resume_delay = 0.0  # seconds the agent's turn takes after an approval
+        self.drop_resumes = 0  # that many next resume calls break off after Teal took the decision
+        self.fail_turns = 0  # that many next approved turns fail (a tool or LLM error): HTTP 500, task left Running
+        self.turns: set[asyncio.Task[dict[str, Any]]] = set()
         prefix = f"/{agent}/{version}"
         app = Starlette(
             routes=[
                 Route(prefix, self._invoke, methods=["POST"]),
                 Route(prefix + RESUME_BASE + "/{request_id}", self._resume, methods=["POST"]),
+                Route("/tasks/{task_id}", self._task, methods=["GET"]),
             ]
         )
         self.server = FakeServer(app, error_body=ERROR)
@@ -107,10 +149,12 @@ class FakeTeal:
         )
         self.tasks[task.task_id] = task
         self.by_request[task.request_id] = task.task_id
+        task.note("user", "release")
         if not task.batches:
-            task.status = "Completed"
+            task.note("assistant", "done")
             return self._state(task, "Completed", self._final(task))
         task.status = "Paused"
+        task.note("assistant", "HITL intervention required.", task.batches[0])
         return self._state(task, "Paused", self.pause_body(task))
 
     def decide_elsewhere(self, request_id: str, action: str) -> None:
@@ -139,11 +183,17 @@ class FakeTeal:
         }
 
     def _apply(self, task: Task, action: str) -> dict[str, Any]:
+        reply = self._decide(task, action)
+        return reply if reply is not None else self._turn(task)
+
+    def _decide(self, task: Task, action: str) -> dict[str, Any] | None:
+        """Record the decision: the reply for a rejection, None when the approved turn is to run."""
         if task.status != "Paused":
             raise ValueError("task is not paused")
         task.decisions.append(action)
         if action == "reject":
             task.status = "Canceled"
+            task.note("user", "tool execution rejected")
             return {
                 "session_id": task.session_id,
                 "task_id": task.task_id,
@@ -152,11 +202,27 @@ class FakeTeal:
             }
         if action != "approve":
             raise ValueError(f"unknown action {action!r}")
+        task.status = "Running"
+        task.note("user", "tool execution approved")
+        return None
+
+    def _turn(self, task: Task) -> dict[str, Any]:
+        """The approved tools ran, then the agent's next LLM call: another pause or the output."""
         task.step += 1
         if task.step < len(task.batches):
+            task.status = "Paused"
+            task.note("assistant", "HITL intervention required.", task.batches[task.step])
             return self.pause_body(task)  # same request_id, as the real service does
-        task.status = "Completed"
-        return self._final(task)
+        final = self._final(task)
+        task.note("assistant", final["output"])  # the status stays Running, as in Teal
+        return final
+
+    async def _slow_turn(self, task: Task) -> dict[str, Any]:
+        await asyncio.sleep(self.resume_delay)  # the agent's LLM calls and tools take their time
+        if self.fail_turns > 0:
+            self.fail_turns -= 1
+            raise RuntimeError("the LLM call failed")
+        return self._turn(task)
 
     async def _invoke(self, request: Request) -> JSONResponse:
         owner = request.headers.get("authorization")
@@ -170,7 +236,7 @@ class FakeTeal:
             return JSONResponse(ERROR, status_code=500)
         return JSONResponse(self.start_task(owner))
 
-    async def _resume(self, request: Request) -> JSONResponse:
+    async def _resume(self, request: Request) -> Response:
         try:
             body = json.loads(await request.body())
             action = body["action"]
@@ -180,6 +246,24 @@ class FakeTeal:
             task = self.tasks[self.by_request[request_id]]
             if request.headers.get("authorization") != task.owner:
                 raise PermissionError("not the task's owner")
-            return JSONResponse(self._apply(task, action))
+            reply = self._decide(task, action)
         except Exception:
             return JSONResponse(ERROR, status_code=500)
+        if reply is not None:
+            return JSONResponse(reply)
+        turn = asyncio.create_task(self._slow_turn(task))  # runs to its end even if the caller is gone
+        self.turns.add(turn)
+        turn.add_done_callback(self.turns.discard)
+        if self.drop_resumes > 0:
+            self.drop_resumes -= 1
+            return Dropped()
+        try:
+            return JSONResponse(await asyncio.shield(turn))
+        except RuntimeError:
+            return JSONResponse(ERROR, status_code=500)
+
+    async def _task(self, request: Request) -> JSONResponse:
+        task = self.tasks.get(request.path_params["task_id"])
+        if task is None or request.headers.get("authorization") != task.owner:
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
+        return JSONResponse(task.view())

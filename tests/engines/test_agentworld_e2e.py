@@ -8,10 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from adapters.agentworld.source import AgentWorldSource
 from bridge.daemon import Daemon
 from tests.engines.conftest import answer, engine_config, get_request, metrics, open_requests, state_of
-from tests.engines.fake_agentworld import FakeAgentWorld, select_prompt
+from tests.engines.fake_agentworld import NOT_ACTIVATED, NOT_PENDING, FakeAgentWorld, select_prompt
 from tests.harness import running_bridge, wait_for
 
 ENV_Q = [("env", "Which environment?", [("stg", "Staging"), ("prd", "Production")])]
@@ -122,6 +124,45 @@ async def test_answer_waits_until_agent_world_has_restored_the_prompt(
         assert agentworld.world("ops").answers == [{"requestId": rid, "chatId": "c1", "optionId": "prd"}]
         retries = [e for e in await bridge.store.list_events(req.id) if e.kind == "delivery_retry"]
         assert len(retries) == 3 and all("has not restored it yet" in e.data["error"] for e in retries)
+
+
+@pytest.mark.parametrize("refusal", [NOT_PENDING, NOT_ACTIVATED])
+async def test_every_refusal_after_a_restart_ends_delivered_once_the_chat_is_activated(
+    tmp_path: Path, agentworld: FakeAgentWorld, refusal: str
+) -> None:
+    """After agent-world restarts, an answer naming its chat is refused until the chat is
+    activated again, with either of the reasons agent-world gives: both replay setChat."""
+    agentworld.world("ops").chats["c2"] = []
+    rid = agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld, poll_every="1h"))) as bridge:
+        req = await one_open(bridge)
+        agentworld.restart("ops", restored_after=2, refusal=refusal)
+        await answer(bridge, req.id, {"q1": "Production"})
+        await wait_for(lambda: _is(bridge, req.id, "delivered"), timeout=15)
+        sent = {"requestId": rid, "chatId": "c1", "optionId": "prd"}
+        assert agentworld.world("ops").answers == [sent]
+        replies = [c.json() for c in agentworld.server.calls_to("POST", "/hitl/respond")]
+        # refused, refused after the first replay; on the retry: refused, taken after the second replay
+        assert replies == [sent] * 4
+        retries = [e for e in await bridge.store.list_events(req.id) if e.kind == "delivery_retry"]
+        assert len(retries) == 1 and "has not restored it yet" in retries[0].data["error"]
+
+
+async def test_final_refusal_after_a_restart_fails_with_agent_worlds_reason(
+    tmp_path: Path, agentworld: FakeAgentWorld
+) -> None:
+    agentworld.world("ops").chats["c2"] = []
+    agentworld.ask("ops", "c1", select_prompt(ENV_Q))
+    async with running_bridge(tmp_path, engine_config(aw_source(agentworld, poll_every="1h"))) as bridge:
+        req = await one_open(bridge)
+        agentworld.restart("ops", refusal=NOT_ACTIVATED)
+        agentworld.world("ops").chats["c1"][0]["questions"][0]["options"] = [{"id": "dev", "label": "Dev"}]
+        await answer(bridge, req.id, {"q1": "Staging"})
+        await wait_for(lambda: _is(bridge, req.id, "failed"))
+        view = await get_request(bridge, req.id)
+        assert view["error"] == ("delivery failed: agent-world refused the answer: "
+                                 "Invalid option 'stg' for questionId 'env'.")
+        assert len(agentworld.server.calls_to("POST", "/hitl/respond")) == 2  # the second after setChat
 
 
 async def test_refusal_reaches_the_request(tmp_path: Path, agentworld: FakeAgentWorld) -> None:

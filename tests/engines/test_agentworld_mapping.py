@@ -89,3 +89,31 @@ def test_answers_that_fit_no_option_are_refused() -> None:
 def test_unusable_prompts_are_refused(prompt: Any) -> None:
     with pytest.raises(InvalidPrompt):
         map_prompt("w", "c", prompt)
+
+
+def test_refusals_are_classified_in_one_place() -> None:
+    """The reasons agent-world's `hitl/respond` gives (core/hitl.ts, server/api.ts)."""
+    from adapters.agentworld.refusals import Refusal, classify
+
+    replay = [
+        "No pending HITL request found for requestId 'call_1'.",
+        "HITL request 'call_1' is pending in chat messages but the chat is not yet activated on this server. "
+        "Call POST /worlds/ops/setChat/c1 to activate, then retry this request.",
+    ]
+    final = [
+        "Request 'call_1' belongs to chat 'c1', not 'c2'.",
+        "Request 'call_1' does not allow skipping.",
+        "answers are required when skipped is false.",
+        "Each HITL answer requires a questionId.",
+        "Invalid questionId 'q' for requestId 'call_1'.",
+        "Duplicate answer for questionId 'q'.",
+        "Answer for questionId 'q' requires at least one optionId.",
+        "Invalid option 'x' for questionId 'q'.",
+        "Question 'q' accepts exactly one option.",
+        "Missing answer for questionId 'q'.",
+        "worldId, requestId, and either answers, skipped, or optionId are required.",
+        "something this version has never seen",
+        "",
+    ]
+    assert [classify(r) for r in replay] == [Refusal.REPLAY_CHAT] * len(replay)
+    assert [classify(r) for r in final] == [Refusal.FINAL] * len(final)

@@ -27,6 +27,9 @@ def build(tmp_path: Path, source: dict[str, Any]) -> Any:
     [
         ({"type": "teal"}, "sources[0].base_url", "Field required"),
         ({"type": "teal", "base_url": "ftp://x"}, "sources[0].base_url", "should match"),
+        ({"type": "teal", "base_url": "http://t", "resume_timeout": "0s"}, "sources[0].resume_timeout", "positive"),
+        ({"type": "teal", "base_url": "http://t", "task_url": "http://t/tasks"}, "sources[0].task_url", "match"),
+        ({"type": "teal", "base_url": "http://t", "task_url": "file:///{task_id}"}, "sources[0].task_url", "match"),
         ({"type": "mastra", "base_url": "http://m"}, "sources[0].workflows", "at least one workflow"),
         (
             {"type": "mastra", "base_url": "http://m", "workflows": ["w"], "poll_every": "soon"},

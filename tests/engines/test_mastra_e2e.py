@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from adapters.mastra.schema import OTHER
 from adapters.mastra.source import MastraSource
 from bridge.daemon import Daemon
 from bridge.models import Request
@@ -236,6 +237,37 @@ async def test_payload_options_without_a_schema_resume_with_the_option_value(
         await answer(bridge, req.id, {"answer": "Europe"})
         await wait_for(lambda: _is(bridge, req.id, "delivered"))
         assert (await mastra.run("freeform", run_id))["result"] == {"picked": {"answer": "eu"}}
+
+
+async def test_any_resume_schema_with_listed_options_is_a_choice_with_other(
+    tmp_path: Path, mastra: MastraEngine
+) -> None:
+    """`resumeSchema: z.any()` (the whole resumeData, then one property): the payload's
+    `choices` / `allowedValues` are offered as buttons with a typed "other", not JSON to edit;
+    the step gets the chosen option's value, or the typed text."""
+    run_id = await mastra.start("triage")
+    async with running_bridge(tmp_path, engine_config(mastra_source(mastra, ["triage"]))) as bridge:
+        first = await request_for(bridge, run_id, "priority")
+        choice, other = first.questions
+        assert (choice.kind, choice.prompt, choice.options) == ("choice", "Which priority?", ["low", "high", OTHER])
+        assert (other.kind, other.required) == ("text", False)
+        await answer(bridge, first.id, {"answer": "high"})
+        await wait_for(lambda: _is(bridge, first.id, "delivered"))
+        second = await request_for(bridge, run_id, "owner")
+        assert [q.kind for q in second.questions] == ["choice", "text"]
+        assert second.questions[0].options == ["Ops team", "dev", OTHER]
+        await answer(bridge, second.id, {second.questions[0].id: OTHER, second.questions[1].id: "security"})
+        await wait_for(lambda: _is(bridge, second.id, "delivered"))
+        assert (await mastra.run("triage", run_id))["result"] == {"priority": "high", "owner": "security"}
+
+
+async def test_other_chosen_without_typed_text_fails_clearly(tmp_path: Path, mastra: MastraEngine) -> None:
+    run_id = await mastra.start("triage")
+    async with running_bridge(tmp_path, engine_config(mastra_source(mastra, ["triage"]))) as bridge:
+        first = await request_for(bridge, run_id, "priority")
+        await answer(bridge, first.id, {"answer": OTHER})
+        assert "no other answer was typed" in await failed_with(bridge, first.id)
+        assert (await mastra.run("triage", run_id))["status"] == "suspended"
 
 
 async def test_lost_reply_is_checked_and_not_sent_to_the_next_round(tmp_path: Path, mastra: MastraEngine) -> None:

@@ -249,3 +249,17 @@ def test_same_answer_and_refusals() -> None:
     assert refusal(failed) == "Invalid resume data: \n- signer: required"
     assert refusal({"status": "failed", "error": {"message": "boom"}}) is None
     assert refusal({"status": "success"}) is None and refusal("x") is None
+
+
+@pytest.mark.parametrize("key", ["options", "choices", "allowedValues", "allowed_values"])
+def test_listed_options_under_any_common_key_make_a_choice(key: str) -> None:
+    shape = read_payload({"question": "Pick", key: ["a", {"label": "B", "value": 2}]}, "fallback")
+    assert (shape.kind, shape.options, shape.details) == ("choice", {"a": "a", "B": 2}, {})
+
+
+def test_schemas_that_allow_anything() -> None:
+    from adapters.mastra.schema import allows_anything
+
+    assert allows_anything({}) and allows_anything({"$schema": "http://json-schema.org/draft-07/schema#"})
+    assert not allows_anything(None) and not allows_anything({"type": "object"})
+    assert not allows_anything({"anyOf": [{"type": "string"}, {"type": "number"}]})

@@ -4,6 +4,7 @@ the service resumes with exactly that decision; plus engine failures and hostile
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +115,9 @@ async def test_500_and_garbage_replies_are_retried(tmp_path: Path, teal: FakeTea
 
 
 async def test_slow_engine_approval_is_never_sent_twice(tmp_path: Path, teal: FakeTeal) -> None:
-    """Teal reuses the request id for the next pause: a blind retry could approve unseen calls."""
-    source = teal_source(teal, timeout="200ms")
+    """Teal reuses the request id for the next pause: a blind retry could approve unseen calls
+    (without `task_url` the bridge cannot check what became of the approval)."""
+    source = teal_source(teal, resume_timeout="200ms")
     plan = [[tool_call("A", "one", {})], [tool_call("A", "dangerous", {})]]
     async with running_bridge(tmp_path, engine_config(source)) as bridge:
         rid = await pause_in_bridge(bridge, teal, plan)
@@ -132,7 +134,7 @@ async def test_slow_engine_approval_is_never_sent_twice(tmp_path: Path, teal: Fa
 async def test_slow_engine_rejection_is_retried_until_it_is_known_to_have_landed(
     tmp_path: Path, teal: FakeTeal
 ) -> None:
-    source = teal_source(teal, timeout="200ms")
+    source = teal_source(teal, resume_timeout="200ms")
     async with running_bridge(tmp_path, engine_config(source)) as bridge:
         rid = await pause_in_bridge(bridge, teal, [[tool_call("A", "one", {})]])
         teal.server.set_faults("slow", delay=0.6, remaining=1, only_methods=("POST",))
@@ -228,15 +230,103 @@ async def test_restart_without_secrets_key_falls_back_to_the_configured_authoriz
         assert teal.server.calls_to("POST", "/resume/")[0].headers["authorization"] == OWNER
 
 
-async def test_approval_cut_off_by_the_outbox_timeout_is_not_sent_again(tmp_path: Path, teal: FakeTeal) -> None:
-    source = teal_source(teal, timeout="5s")
-    config = engine_config(source, delivery={"timeout": "300ms"})
+def with_task_url(fake: FakeTeal, **extra: Any) -> dict[str, Any]:
+    return teal_source(fake, task_url=fake.base_url + "/tasks/{task_id}", **extra)
+
+
+async def test_slow_resume_is_waited_for_and_the_chained_pause_is_asked(tmp_path: Path, teal: FakeTeal) -> None:
+    """Teal answers an approval only after the agent's whole turn: longer than the outbox's
+    own `delivery.timeout` (300 ms here, 10 s by default) must not cut it off."""
+    teal.resume_delay = 12.0
+    plan = [[tool_call("Deploy", "ship", {"env": "prod"})], [tool_call("Deploy", "announce", {"channel": "#ops"})]]
+    config = engine_config(teal_source(teal), delivery={"timeout": "300ms"})
     async with running_bridge(tmp_path, config) as bridge:
-        rid = await pause_in_bridge(bridge, teal, [[tool_call("A", "one", {})], [tool_call("A", "two", {})]])
-        teal.server.set_faults("slow", delay=0.6, remaining=1, only_methods=("POST",))
+        first = await pause_in_bridge(bridge, teal, plan)
+        await answer(bridge, first, {"tool_1": "yes"})
+        await wait_for(lambda: len(teal.server.calls_to("POST", "/resume/")) == 1)
+        # while Teal works, the entry stays leased for the source's own limit (resume_timeout 10 min)
+        (entry,) = await bridge.store.list_outbox(request_id=first)
+        assert entry.due_at > datetime.now(UTC) + timedelta(minutes=9)
+        await wait_for(lambda: _is(bridge, first, "delivered"), timeout=40)
+        follow = await open_requests(bridge, "teal")
+        assert [r.title for r in follow] == ["Approve Deploy.announce"]
+        assert len(teal.server.calls_to("POST", "/resume/")) == 1
+        kinds = [e.kind for e in await bridge.store.list_events(first)]
+        assert "delivery_retry" not in kinds and "delivery_failed" not in kinds
+
+
+async def test_dropped_resume_is_settled_from_the_task_and_the_chained_pause_is_asked(
+    tmp_path: Path, teal: FakeTeal
+) -> None:
+    teal.resume_delay = 1.0
+    teal.drop_resumes = 1
+    plan = [[tool_call("Deploy", "ship", {"env": "prod"})], [tool_call("Deploy", "announce", {"channel": "#ops"})]]
+    async with running_bridge(tmp_path, engine_config(with_task_url(teal))) as bridge:
+        first = await pause_in_bridge(bridge, teal, plan)
+        await answer(bridge, first, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, first, "delivered"), timeout=20)
+        retries = [e.data["error"] for e in await bridge.store.list_events(first) if e.kind == "delivery_retry"]
+        assert retries and "broke off the resume call" in retries[0] and "running the approved turn" in retries[0]
+        follow = await wait_for(lambda: open_requests(bridge, "teal"))
+        assert [r.title for r in follow] == ["Approve Deploy.announce"]
+        task = next(iter(teal.tasks.values()))
+        assert task.decisions == ["approve"] and len(teal.server.calls_to("POST", "/resume/")) == 1
+        await answer(bridge, follow[0].id, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, follow[0].id, "delivered"), timeout=20)
+        assert task.decisions == ["approve", "approve"] and task.items[-1]["role"] == "assistant"
+
+
+async def test_resume_that_did_not_land_is_sent_again_after_reading_the_task(tmp_path: Path, teal: FakeTeal) -> None:
+    """The resume call broke off before Teal read it: the task is still paused on the same
+    calls, so the approval is sent again (and only then)."""
+    plan = [[tool_call("A", "one", {})], [tool_call("A", "two", {})]]
+    async with running_bridge(tmp_path, engine_config(with_task_url(teal))) as bridge:
+        rid = await pause_in_bridge(bridge, teal, plan)
+        teal.server.set_faults("garbage", remaining=1, only_methods=("POST",))  # never reaches Teal
+        await answer(bridge, rid, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid, "delivered"))
+        task = next(iter(teal.tasks.values()))
+        assert task.decisions == ["approve"] and len(teal.server.calls_to("POST", "/resume/")) == 2
+        retries = [e.data["error"] for e in await bridge.store.list_events(rid) if e.kind == "delivery_retry"]
+        assert len(retries) == 1 and "still paused on these calls" in retries[0]
+        assert [r.title for r in await wait_for(lambda: open_requests(bridge, "teal"))] == ["Approve A.two"]
+
+
+async def test_turn_failing_after_the_approval_ends_with_a_clear_error(tmp_path: Path, teal: FakeTeal) -> None:
+    """Teal answers 500 both when it refuses a resume and when the approved turn fails
+    afterwards (the task then stays Running for good): the task tells them apart."""
+    async with running_bridge(tmp_path, engine_config(with_task_url(teal))) as bridge:
+        rid = await pause_in_bridge(bridge, teal, [[tool_call("A", "one", {})]])
+        teal.fail_turns = 1
         await answer(bridge, rid, {"tool_1": "yes"})
         await wait_for(lambda: _is(bridge, rid, "failed"))
-        assert "may have been applied" in (await get_request(bridge, rid))["error"]
-        task = next(iter(teal.tasks.values()))
-        await wait_for(lambda: task.decisions == ["approve"])
+        assert "the agent's turn failed" in (await get_request(bridge, rid))["error"]
         assert len(teal.server.calls_to("POST", "/resume/")) == 1
+        rid2 = await pause_in_bridge(bridge, teal, [[tool_call("A", "two", {})]])
+        teal.server.set_faults("error", remaining=1, only_methods=("POST",))  # refused before Teal took it
+        await answer(bridge, rid2, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid2, "delivered"))
+        retries = [e.data["error"] for e in await bridge.store.list_events(rid2) if e.kind == "delivery_retry"]
+        assert len(retries) == 1 and "still paused" in retries[0]
+
+
+async def test_task_unreadable_or_decided_elsewhere_ends_with_a_clear_error(tmp_path: Path, teal: FakeTeal) -> None:
+    async with running_bridge(tmp_path, engine_config(with_task_url(teal))) as bridge:
+        rid = await pause_in_bridge(bridge, teal, [[tool_call("A", "one", {})]])
+        task = next(iter(teal.tasks.values()))
+        teal.decide_elsewhere(task.request_id, "reject")
+        await answer(bridge, rid, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid, "failed"))
+        assert "went on without this approve" in (await get_request(bridge, rid))["error"]
+        assert teal.server.calls_to("POST", "/resume/") == []
+        rid2 = await pause_in_bridge(bridge, teal, [[tool_call("A", "two", {})]])
+        teal.tasks.clear()  # Teal's store lost the task
+        await answer(bridge, rid2, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid2, "failed"))
+        assert "is unknown at task_url" in (await get_request(bridge, rid2))["error"]
+        rid3 = await pause_in_bridge(bridge, teal, [[tool_call("A", "three", {})]])
+        teal.server.set_faults("garbage", only_methods=("GET",))  # task_url answers something else
+        await answer(bridge, rid3, {"tool_1": "yes"})
+        await wait_for(lambda: _is(bridge, rid3, "failed"))
+        assert "did not answer a Teal task" in (await get_request(bridge, rid3))["error"]
+        assert teal.server.calls_to("POST", "/resume/") == []  # never sent blind

@@ -115,3 +115,25 @@ def test_malformed_pauses_are_refused_with_a_reason(body: Any) -> None:
     with pytest.raises(InvalidPause) as err:
         parse_pause(body)
     assert str(err.value)
+
+
+def test_a_task_is_judged_against_the_pause_decided_on() -> None:
+    from adapters.teal.task import InvalidTask, judge
+
+    teal = FakeTeal()
+    reply = teal.start_task("Bearer o", plan=[[tool_call("A", "one", {})], [tool_call("A", "two", {})]])
+    pause = parse_pause(reply)
+    assert pause is not None
+    task = next(iter(teal.tasks.values()))
+    rid, mine = pause.request_id, pause.fingerprint()
+    assert judge(task.view(), rid, mine).kind == "paused_here"
+    teal.decide_elsewhere(rid, "approve")
+    chained = judge(task.view(), rid, mine)
+    assert chained.kind == "paused_next" and chained.pause is not None
+    assert [c.function_name for c in chained.pause.tool_calls] == ["two"] and chained.pause.request_id == rid
+    teal.decide_elsewhere(rid, "approve")
+    assert (task.status, judge(task.view(), rid, mine).kind) == ("Running", "finished")
+    for bad in (None, [], {"status": "Paused"}, {"status": "Paused", "items": [1]}, {"status": "Odd", "items": [{}]},
+                {"status": "Paused", "items": [{"request_id": "../x", "pending_tool_calls": []}]}):
+        with pytest.raises(InvalidTask):
+            judge(bad, rid, mine)

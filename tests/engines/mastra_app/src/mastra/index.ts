@@ -131,7 +131,35 @@ export const loop = createWorkflow({ id: 'loop', inputSchema: z.object({ n: z.nu
   .dountil(round, async ({ inputData }) => inputData.last === 'done')
   .commit();
 
+// triage: resume schemas that allow anything (z.any()), with the choices in the suspend payload
+const priority = createStep({
+  id: 'priority',
+  inputSchema: z.object({}),
+  outputSchema: z.object({ priority: z.any() }),
+  resumeSchema: z.any(),
+  execute: async ({ resumeData, suspend }) => {
+    if (resumeData === undefined) return await suspend({ question: 'Which priority?', choices: ['low', 'high'] });
+    return { priority: resumeData };
+  },
+});
+const owner = createStep({
+  id: 'owner',
+  inputSchema: z.object({ priority: z.any() }),
+  outputSchema: z.object({ priority: z.any(), owner: z.any() }),
+  resumeSchema: z.object({ owner: z.any() }),
+  execute: async ({ inputData, resumeData, suspend }) => {
+    if (!resumeData) {
+      return await suspend({ question: 'Who owns it?', allowedValues: [{ label: 'Ops team', value: 'ops' }, 'dev'] });
+    }
+    return { priority: inputData.priority, owner: resumeData.owner };
+  },
+});
+export const triage = createWorkflow({ id: 'triage', inputSchema: z.object({}), outputSchema: z.any() })
+  .then(priority)
+  .then(owner)
+  .commit();
+
 export const mastra = new Mastra({
-  workflows: { deploy, rollout, freeform, parallel, nested, loop },
+  workflows: { deploy, rollout, freeform, parallel, nested, loop, triage },
   storage: new LibSQLStore({ id: 'hitl-bridge-tests', url: ':memory:' }),
 });
