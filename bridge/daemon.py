@@ -140,7 +140,12 @@ class Daemon:
         """SIGHUP: reload in a task of its own (the signal handler must not wait)."""
         task = asyncio.get_running_loop().create_task(self.reload(), name="reload")
         self._reloads.add(task)
-        task.add_done_callback(self._reloads.discard)
+        task.add_done_callback(self._reload_done)
+
+    def _reload_done(self, task: asyncio.Task[bool]) -> None:
+        self._reloads.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("reload failed, the running config stays", exc_info=task.exception())
 
     async def reload(self, env: dict[str, str] | None = None) -> bool:
         """Read the config file again (SIGHUP) and apply routes, responders, people; keep
@@ -158,13 +163,15 @@ class Daemon:
             except ConfigError as exc:
                 no_rules = isinstance(exc, NoRules)
                 log.error("reload refused, the running config stays: %s", exc,
-                          extra={"event": "reload_refused", "reason": "no_rules" if no_rules else "invalid"})
+                          extra={"event": "reload_refused", "reason": "no_rules" if no_rules else "invalid",
+                                 "no_limit": True})  # one line per SIGHUP: the operator is waiting for it
                 self.instruments.config_reloaded(False, no_rules=no_rules)
                 self.service.health.degraded("config", f"the last reload was refused, the running config "
                                              f"stays: {exc}", "fix the file and send SIGHUP again")
                 return False
             for section in plan.needs_restart:
-                log.warning("reload: %s changed in %s; it takes effect after a restart", section, current.origin)
+                log.warning("reload: %s changed in %s; it takes effect after a restart", section, current.origin,
+                            extra={"no_limit": True})
             self.apply(plan.settings)
             self.instruments.config_reloaded(True)
             self.service.health.ok("config", f"reloaded from {current.origin}")
@@ -277,8 +284,6 @@ class Daemon:
         # which was the intake's p99 under load)
         gc.collect()
         gc.freeze()
-        log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
-                 redact_url(self.settings.store.url), loop_name(asyncio.get_running_loop()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         import signal
@@ -294,6 +299,9 @@ class Daemon:
                 loop.add_signal_handler(sig, on_signal)
         with contextlib.suppress(NotImplementedError, AttributeError):
             loop.add_signal_handler(signal.SIGHUP, self.on_sighup)
+        # said once the signals are handled: a SIGHUP sent on this line reloads, not kills
+        log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
+                 redact_url(self.settings.store.url), loop_name(loop))
         try:
             await stop.wait()
         finally:
