@@ -6,9 +6,10 @@ reminders, escalation) and the people and groups that decide who may answer are 
 it (`Request.rules`). Until it closes:
 
 - its route is that snapshot, whatever a reload does to the route of that name (renames
-  it, removes it, changes its timing, lowers its quorum, turns four-eyes off); except that
-  a higher `quorum` or `forbid_self_approval: true` on the route of the same name applies
-  at once (tightening);
+  it, removes it, changes its timeout, on_timeout or escalation levels, lowers its quorum,
+  turns four-eyes off); except that a higher `quorum` or `forbid_self_approval: true` on
+  the route of the same name applies at once (tightening), and so does its `remind_every`
+  (a reminder decides neither who answers nor when the request ends);
 - an answer is allowed only when the responders admit the person both as the snapshot
   resolved them and as the running config resolves them now: a handle or person added
   later is not admitted, a handle, person or group member removed later no longer is;
@@ -28,7 +29,7 @@ from typing import Any
 
 from bridge.config import Route
 from bridge.models import Request, Responder, Rules
-from bridge.people import LOCAL, People
+from bridge.people import LOCAL, People, canonical_handle
 from bridge.router import Router
 
 
@@ -43,10 +44,10 @@ def snapshot(request: Request, route: Route, people: People) -> Rules:
         persons.update(people.people)
     for entry in [*entries, *askers]:
         if entry.startswith("group:"):
-            members = people.groups.get(entry[len("group:"):])
-            if members is not None:
-                groups[entry[len("group:"):]] = list(members)
-                persons.update(members)
+            group = people.group_named(entry)
+            if group is not None:
+                groups[group] = list(people.groups[group])
+                persons.update(groups[group])
             continue
         voter = people.voter_of(entry)
         if voter.startswith("person:") and voter[len("person:"):] in people.people:
@@ -84,7 +85,7 @@ class Judged:
     def admits(self, entry: str, responder: Responder) -> bool:
         """`entry` (of the request's responders) names `responder` under the creation rules
         and under the running config alike."""
-        if entry == responder.key:
+        if canonical_handle(entry) == canonical_handle(responder.key):
             return True  # the very handle (of any platform, even one people: does not know)
         return self.then.admits(entry, responder) and self.now.admits(entry, responder)
 
@@ -112,12 +113,12 @@ def route_in_force(request: Request, router: Router) -> Route:
     current = router.named(kept.name)
     if current is None:
         return kept
-    tighter: dict[str, Any] = {}
+    applied: dict[str, Any] = {"remind_every": current.remind_every}  # reminders decide nothing: current
     if current.quorum > kept.quorum:
-        tighter["quorum"] = current.quorum
+        applied["quorum"] = current.quorum  # tighter
     if current.forbid_self_approval and not kept.forbid_self_approval:
-        tighter["forbid_self_approval"] = True
-    return kept.model_copy(update=tighter) if tighter else kept
+        applied["forbid_self_approval"] = True  # tighter
+    return kept.model_copy(update=applied)
 
 
 def judge(request: Request, router: Router, people: People) -> Judged:

@@ -28,7 +28,7 @@ from bridge.models import (
     new_request_id,
 )
 from bridge.notify import ChangeFeed
-from bridge.people import People
+from bridge.people import People, canonical_target
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
 from bridge.rules import Judged, asked_by, judge, route_in_force, snapshot
@@ -105,11 +105,11 @@ class BridgeService:
         for target in targets:
             reached = self.people.targets_of(target)
             if reached is None:
-                out.append(target)
+                out.append(canonical_target(target))
                 continue
             reachable = [t for t in reached if self.channel_for(t) is not None]
             out.extend(reachable or [target])
-        return list(dict.fromkeys(out))
+        return list(dict.fromkeys(out))  # one copy per mailbox, however its address was written
 
     def route_of(self, request: Request) -> Route:
         """The route `request` is judged by: the one it was created under, tightened by the
@@ -145,6 +145,7 @@ class BridgeService:
         stored.targets = list(route.notify)
         if not stored.responders:
             stored.responders = list(route.responders)
+        stored.responders = list(dict.fromkeys(self.people.canonical_entry(e) for e in stored.responders))
         stored.rules = snapshot(stored, route, self.people)  # it is judged by these while open
         initial_timers(stored, route, now)
         event = self._event(

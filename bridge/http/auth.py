@@ -65,8 +65,8 @@ def api_responder(settings: Settings, people: People, header: str | None, claime
     token = settings.http.api_tokens.get(caller)
     if token is None or not token.act_for_others:
         return own.model_copy(update={"name": claimed})
-    if claimed.startswith("person:") or claimed in people.people:
-        name = claimed.removeprefix("person:")
+    if claimed.startswith("person:") or people.person_named(claimed) is not None:
+        name = people.person_named(claimed) or claimed.removeprefix("person:")
         return Responder(platform="person", user_id=name, name=name, person=name)
     try:
         handle = normalize_handle(claimed)

@@ -223,3 +223,57 @@ def test_a_reload_waiting_on_its_file_leaves_the_daemon_answering(tmp_path: Path
         ended = served.until(lambda: said(served, "config reloaded from"), alive=True)
         writer.join(timeout=30)
         assert "route production added" in ended
+
+
+# 3: one spelling for every handle and name ------------------------------------------------
+
+RELAY = "relay-token-0123456789"
+
+
+def relay_vote(served: ServeChild, rid: str, responder: str, value: str = "yes") -> httpx.Response:
+    with api(served, RELAY) as http:
+        return http.post(f"/v1/requests/{rid}/answer", json={"value": value, "responder": responder})
+
+
+def relayed(tmp_path: Path, **changes: Any) -> dict[str, Any]:
+    config = four_eyes(tmp_path, routes=[{**PROD, "responders": []}], **changes)
+    config["http"]["api_tokens"]["relay"] = {"token": RELAY, "act_for_others": True}
+    return config
+
+
+def test_email_handles_are_compared_without_regard_to_case(tmp_path: Path) -> None:
+    with serving(tmp_path, relayed(tmp_path)) as (served, _):
+        rid = ask(served)
+        assert relay_vote(served, rid, "email:Zed@Example.com").status_code == 200
+        assert relay_vote(served, rid, "email:zed@example.COM").status_code == 200  # the same mailbox
+        assert state(served, rid) == "posted"  # one person, one vote: quorum 2 not met
+        with api(served, CI) as http:
+            votes = http.get(f"/v1/requests/{rid}").json()["votes"]
+        assert [v["voter"] for v in votes] == ["email:zed@example.com"], votes
+
+        mine = ask(served, requested_by="email:ZED@example.com")  # four-eyes whatever the spelling
+        assert relay_vote(served, mine, "email:zed@EXAMPLE.com").status_code == 403
+
+        listed = ask(served, responders=["email:Zed@Example.com", "email:zed@example.com", "slack:@U0ABC"])
+        with api(served, CI) as http:
+            assert http.get(f"/v1/requests/{listed}").json()["responders"] == ["email:zed@example.com",
+                                                                             "slack:U0ABC"]
+
+
+def test_person_and_group_names_are_compared_without_regard_to_case(tmp_path: Path) -> None:
+    config = relayed(tmp_path, people={"Ana": ["api:ana"], "bo": ["api:bo"], "cy": ["api:cy"]},
+                     groups={"OnCall": ["ana", "BO", "cy"]})
+    with serving(tmp_path, config) as (served, _):
+        named = ask(served, requested_by="ANA")  # the person Ana, as any spelling names her
+        assert vote(served, named, ANA).status_code == 403
+        assert relay_vote(served, named, "person:ana").status_code == 403
+        assert relay_vote(served, named, "bo").status_code == 200  # a name in any case is that person
+        assert relay_vote(served, named, "person:Bo").status_code == 200  # and once more is no second vote
+        assert state(served, named) == "posted"
+
+        listed = ask(served, responders=["person:ANA", "group:oncall"])
+        with api(served, CI) as http:
+            assert http.get(f"/v1/requests/{listed}").json()["responders"] == ["person:Ana", "group:OnCall"]
+    path = tmp_path / "twins.yaml"
+    path.write_text(yaml.safe_dump({"people": {"ana": ["api:a"], "ANA": ["api:b"]}}))
+    assert "people.ana: the same name as ANA (names are compared without regard to case)" in check_config(path).stderr
