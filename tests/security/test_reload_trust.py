@@ -200,6 +200,9 @@ def test_an_alias_bomb_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     path.write_text(ALIAS_BOMB)
     refused = check_config(path)
     assert refused.returncode == 2 and "alias bomb" in refused.stderr, refused
+    started = subprocess.run([HITL, "--config", str(path), "serve"], capture_output=True, text=True, timeout=60,
+                             cwd=tmp_path, env={k: v for k, v in os.environ.items() if not k.startswith("HITL_BRIDGE")})
+    assert started.returncode == 2 and "alias bomb" in started.stderr, started
     path.write_text("routes: &r [*r]\n")
     assert "recursive" in check_config(path).stderr
     path.write_text("# padding\n" * 200_000)
