@@ -120,6 +120,10 @@ def test_a_reload_with_no_rules_is_refused_and_the_rules_stay(tmp_path: Path) ->
             assert ready.status_code == 200  # the running config is fine: still ready
             config = next(c for c in ready.json()["checks"] if c["component"] == "config")
             assert config["status"] == "degraded" and "would drop every rule" in config["summary"]
+        doctor = subprocess.run([HITL, "--config", str(path), "doctor", "--url", served.url], capture_output=True,
+                                text=True, timeout=60, cwd=tmp_path, env={**os.environ, "HITL_BRIDGE_TOKEN": CI})
+        line = next(ln for ln in doctor.stdout.splitlines() if "daemon config" in ln)
+        assert "would drop every rule" in line and "warn" in line.lower(), doctor.stdout
 
         ended = reload(served, path, no_rules + "allow_empty: true\n")  # meant: applied
         assert "config reloaded from" in ended and "route prod removed" in ended
