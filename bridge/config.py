@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from bridge.config_yaml import YamlLimit, load_bounded, read_bounded
 from bridge.durations import parse_duration
 from bridge.errors import ConfigError
 from bridge.people import People, PeopleError
@@ -308,6 +309,9 @@ class Settings(_Strict):
     people: dict[str, list[str]] = Field(default_factory=dict)
     #: group -> people
     groups: dict[str, list[str]] = Field(default_factory=dict)
+    #: a file with no routes, default_route, people or groups is accepted (check-config and
+    #: a reload refuse one otherwise: an empty or cut-short file would drop every rule)
+    allow_empty: bool = False
     # where the settings came from, for error messages
     origin: str = Field(default=EMBEDDED, exclude=True)
     _people: People = PrivateAttr(default_factory=People)
@@ -346,6 +350,13 @@ class Settings(_Strict):
             except ValueError as exc:
                 raise ValueError(f"{key}: {exc}") from None
         return self
+
+    @property
+    def has_rules(self) -> bool:
+        """Whether the config says anything about who answers what: a route, a default_route
+        of its own, people or groups."""
+        return bool(self.routes or self.people or self.groups
+                    or self.default_route != Route(name="default"))
 
     @property
     def directory(self) -> People:
@@ -464,13 +475,17 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
         data = embedded_defaults(env)
     else:
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_bounded(file)
         except FileNotFoundError:
             raise ConfigError(origin, "", "file not found") from None
+        except YamlLimit as exc:
+            raise ConfigError(origin, "", str(exc)) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(origin, "", f"cannot read: {exc}") from None
         try:
-            loaded = yaml.safe_load(text)
+            loaded = load_bounded(text)
+        except YamlLimit as exc:
+            raise ConfigError(origin, "", f"refused: {exc}") from None
         except yaml.YAMLError as exc:
             raise ConfigError(origin, "", f"not valid YAML: {exc}") from None
         if loaded is None:

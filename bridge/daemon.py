@@ -30,7 +30,7 @@ from bridge.outbox import Outbox
 from bridge.ports import Channel, Clock, Source
 from bridge.preflight import check_targets, switched_off
 from bridge.registry import build_channels, build_sources
-from bridge.reload import read_new_config
+from bridge.reload import NoRules, read_new_config
 from bridge.retention import Retention
 from bridge.router import Router
 from bridge.scheduler import Scheduler
@@ -66,6 +66,8 @@ class Daemon:
         self._tasks: list[asyncio.Task[Any]] = []
         self.server: uvicorn.Server | None = None
         self.port: int = settings.http.port
+        self._reload_lock = asyncio.Lock()
+        self._reloads: set[asyncio.Task[bool]] = set()
 
     def check_listen(self) -> None:
         http = self.settings.http
@@ -134,25 +136,48 @@ class Daemon:
         if serve_http:
             await self._serve()
 
-    def reload(self, env: dict[str, str] | None = None) -> bool:
+    def on_sighup(self) -> None:
+        """SIGHUP: reload in a task of its own (the signal handler must not wait)."""
+        task = asyncio.get_running_loop().create_task(self.reload(), name="reload")
+        self._reloads.add(task)
+        task.add_done_callback(self._reload_done)
+
+    def _reload_done(self, task: asyncio.Task[bool]) -> None:
+        self._reloads.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("reload failed, the running config stays", exc_info=task.exception())
+
+    async def reload(self, env: dict[str, str] | None = None) -> bool:
         """Read the config file again (SIGHUP) and apply routes, responders, people; keep
-        the running config when the new one is not valid. True when applied."""
+        the running config when the new one is not valid. True when applied. The file is
+        read, parsed and checked in a worker thread, so the event loop keeps answering
+        (a slow disk, a huge or hostile document); one reload at a time."""
         if self.settings.origin == EMBEDDED:
             log.warning("reload: running on embedded defaults, there is no config file to read again")
             return False
-        try:
-            plan = read_new_config(self.settings, self.channels, env)
-        except ConfigError as exc:
-            log.error("reload refused, the running config stays: %s", exc, extra={"event": "reload_refused"})
-            self.instruments.config_reloaded(False)
-            return False
-        for section in plan.needs_restart:
-            log.warning("reload: %s changed in %s; it takes effect after a restart", section, self.settings.origin)
-        self.apply(plan.settings)
-        self.instruments.config_reloaded(True)
-        log.info("config reloaded from %s: %s", self.settings.origin, "; ".join(plan.changes) or "routes unchanged",
-                 extra={"event": "reloaded", "changes": plan.changes})
-        return True
+        async with self._reload_lock:
+            current = self.settings
+            log.info("reloading config from %s", current.origin, extra={"event": "reloading"})
+            try:
+                plan = await asyncio.to_thread(read_new_config, current, self.channels, env)
+            except ConfigError as exc:
+                no_rules = isinstance(exc, NoRules)
+                log.error("reload refused, the running config stays: %s", exc,
+                          extra={"event": "reload_refused", "reason": "no_rules" if no_rules else "invalid",
+                                 "no_limit": True})  # one line per SIGHUP: the operator is waiting for it
+                self.instruments.config_reloaded(False, no_rules=no_rules)
+                self.service.health.degraded("config", f"the last reload was refused, the running config "
+                                             f"stays: {exc}", "fix the file and send SIGHUP again")
+                return False
+            for section in plan.needs_restart:
+                log.warning("reload: %s changed in %s; it takes effect after a restart", section, current.origin,
+                            extra={"no_limit": True})
+            self.apply(plan.settings)
+            self.instruments.config_reloaded(True)
+            self.service.health.ok("config", f"reloaded from {current.origin}")
+            log.info("config reloaded from %s: %s", current.origin, "; ".join(plan.changes) or "routes unchanged",
+                     extra={"event": "reloaded", "changes": plan.changes})
+            return True
 
     def apply(self, settings: Settings) -> None:
         """Swap in validated settings whose non-reloadable sections are the running ones.
@@ -225,6 +250,8 @@ class Daemon:
             except Exception:
                 log.exception("shutdown: stopping %s failed", what)
 
+        for reload in list(self._reloads):  # a reload still reading its file is abandoned
+            reload.cancel()
         self.service.changes.release_waiters()  # long polls answer now, not after the grace period
         if self.server is not None:
             self.server.should_exit = True
@@ -259,8 +286,6 @@ class Daemon:
         # which was the intake's p99 under load)
         gc.collect()
         gc.freeze()
-        log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
-                 redact_url(self.settings.store.url), loop_name(asyncio.get_running_loop()))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         import signal
@@ -275,7 +300,10 @@ class Daemon:
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, on_signal)
         with contextlib.suppress(NotImplementedError, AttributeError):
-            loop.add_signal_handler(signal.SIGHUP, self.reload)
+            loop.add_signal_handler(signal.SIGHUP, self.on_sighup)
+        # said once the signals are handled: a SIGHUP sent on this line reloads, not kills
+        log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
+                 redact_url(self.settings.store.url), loop_name(loop))
         try:
             await stop.wait()
         finally:

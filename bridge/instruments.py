@@ -37,7 +37,8 @@ class Instruments:
                                   "(delivered, retry, dead)", ["source", "result"], registry=registry)
         self.timers = Counter("hitl_timers_fired", "Timers applied, by kind (deadline, reminder, escalation)",
                               ["kind"], registry=registry)
-        self.reloads = Counter("hitl_config_reloads", "Config reloads (SIGHUP), by result (ok, refused)",
+        self.reloads = Counter("hitl_config_reloads", "Config reloads (SIGHUP), by result (ok, refused, "
+                               "no_rules: refused because it would drop every rule)",
                                ["result"], registry=registry)
         self.reload_ok = Gauge("hitl_config_last_reload_successful",
                                "1 when the last reload was applied (or none was tried), 0 when it was refused",
@@ -53,7 +54,7 @@ class Instruments:
                                              buckets=DELIVERY_BUCKETS, registry=registry)
         self.lateness = Histogram("hitl_timer_lateness_seconds", "How late a timer was applied after its "
                                   "instant", buckets=LATENESS_BUCKETS, registry=registry)
-        for result in ("ok", "refused"):
+        for result in ("ok", "refused", "no_rules"):
             self.reloads.labels(result=result)
         for kind in TIMER_KINDS:
             self.timers.labels(kind=kind)
@@ -99,6 +100,6 @@ class Instruments:
     def timer_late(self, seconds: float) -> None:
         self.lateness.observe(max(0.0, seconds))
 
-    def config_reloaded(self, ok: bool) -> None:
-        self.reloads.labels(result="ok" if ok else "refused").inc()
+    def config_reloaded(self, ok: bool, *, no_rules: bool = False) -> None:
+        self.reloads.labels(result="ok" if ok else "no_rules" if no_rules else "refused").inc()
         self.reload_ok.set(1 if ok else 0)

@@ -329,6 +329,23 @@ class TimerStep(BaseModel):
     takeovers: int = 0
 
 
+class Rules(BaseModel):
+    """The rules a request was created under, kept with it while it is open (bridge.rules):
+    its route's settings as configured, and the people and groups that decide who may
+    answer. A reload never loosens them for a request already open."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    #: the route's settings (a `Route` of bridge.config, as JSON)
+    route: dict[str, Any]
+    #: the people concerned (named by responders, or who asked): person -> handles
+    people: dict[str, list[str]] = Field(default_factory=dict)
+    #: the groups the responders name: group -> people
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    #: who asked (`requested_by` and the submitting token), as the voters they were then
+    asked_by: list[str] = Field(default_factory=list)
+
+
 class Request(RequestIn):
     """A stored request: what came in plus routing and state."""
 
@@ -352,6 +369,8 @@ class Request(RequestIn):
     next_reminder_at: datetime | None = None
     next_escalation_at: datetime | None = None
     timer_steps: list[TimerStep] = Field(default_factory=list)
+    #: the rules it was created under (None: created before rules were kept; judged by the route)
+    rules: Rules | None = None
 
     @property
     def step_due_at(self) -> datetime | None:

@@ -13,6 +13,12 @@ A *voter* is what quorum counts: `person:ana` for any of Ana's handles, the hand
 for one that belongs to nobody, and `local` for everyone on an open loopback bridge (no
 credential tells them apart). This module is the only place that resolves identities;
 adapters only report the handle they verified.
+
+Every handle and name is compared in one canonical spelling (`canonical_handle`,
+`People.person_named`), whatever spelling the config, a request or an adapter used: an
+email address in lower case (domain and local part), a Slack id without its `@`, person
+and group names without regard to case. Web logins and API token names are the config's
+own keys and are compared exactly.
 """
 
 from __future__ import annotations
@@ -59,6 +65,24 @@ def normalize_handle(text: str) -> str:
     return f"{platform}:{ident}"
 
 
+def canonical_handle(text: str) -> str:
+    """`text` in the one spelling handles are compared in: `normalize_handle` for a handle
+    of a known platform, else `text` as it is (a channel, a name, another platform's id)."""
+    try:
+        return normalize_handle(text)
+    except PeopleError:
+        return text.strip()
+
+
+def canonical_target(target: str) -> str:
+    """A notify target in one spelling: an email address in lower case (the same mailbox
+    however it is written); every other target as it is (a Slack channel, a DM, a chat)."""
+    platform, sep, ident = target.strip().partition(":")
+    if sep and platform == "email" and ident.strip():
+        return f"email:{ident.strip().lower()}"
+    return target
+
+
 class People:
     """The people and groups of one config; immutable once built (a reload builds a new one)."""
 
@@ -67,9 +91,14 @@ class People:
         self.people: dict[str, tuple[str, ...]] = {}
         self.groups: dict[str, tuple[str, ...]] = {}
         self._owner: dict[str, str] = {}
+        self._names: dict[str, str] = {}  # a name in lower case -> as the config spells it
+        self._group_names: dict[str, str] = {}
         for name, handles in (people or {}).items():
             if not NAME_PATTERN.match(name):
                 raise PeopleError(f"people.{name[:40]}: a person's name is 1-64 letters, digits or '_.@-'")
+            if self._names.setdefault(name.lower(), name) != name:
+                raise PeopleError(f"people.{name}: the same name as {self._names[name.lower()]} "
+                                  "(names are compared without regard to case)")
             normalized = []
             for raw in handles:
                 try:
@@ -86,16 +115,37 @@ class People:
         for group, members in (groups or {}).items():
             if not NAME_PATTERN.match(group):
                 raise PeopleError(f"groups.{group[:40]}: a group's name is 1-64 letters, digits or '_.@-'")
+            if self._group_names.setdefault(group.lower(), group) != group:
+                raise PeopleError(f"groups.{group}: the same name as {self._group_names[group.lower()]} "
+                                  "(names are compared without regard to case)")
             listed = [str(m).removeprefix("person:") for m in members]
-            unknown = [m for m in listed if m not in self.people]
+            unknown = [m for m in listed if self.person_named(m) is None]
             if unknown:
                 raise PeopleError(f"groups.{group}: {', '.join(unknown)} not in people:")
-            self.groups[group] = tuple(dict.fromkeys(listed))
+            self.groups[group] = tuple(dict.fromkeys(self._names[m.lower()] for m in listed))
 
     def __bool__(self) -> bool:
         return bool(self.people)
 
     # who -------------------------------------------------------------------------------
+    def person_named(self, name: str) -> str | None:
+        """The person `name` (or `person:name`) is, in any case: `Ana` is `ana`."""
+        return self._names.get(name.strip().removeprefix("person:").lower())
+
+    def group_named(self, name: str) -> str | None:
+        """The group `name` (or `group:name`) is, in any case."""
+        return self._group_names.get(name.strip().removeprefix("group:").lower())
+
+    def canonical_entry(self, entry: str) -> str:
+        """A responders entry in one spelling: `person:Ana` → `person:ana`, `group:OnCall` →
+        `group:oncall` (as the config spells them), a handle → `canonical_handle`."""
+        entry = entry.strip()
+        if entry.startswith("person:"):
+            return f"person:{self.person_named(entry) or entry[len('person:'):]}"
+        if entry.startswith("group:"):
+            return f"group:{self.group_named(entry) or entry[len('group:'):]}"
+        return canonical_handle(entry)
+
     def person_of(self, handle: str) -> str | None:
         """The person a handle belongs to, if any."""
         try:
@@ -106,27 +156,22 @@ class People:
     def voter(self, responder: Responder) -> str:
         """What quorum counts for `responder`."""
         if responder.platform == "person":
-            return f"person:{responder.user_id}"
+            return f"person:{self.person_named(responder.user_id) or responder.user_id}"
         if responder.user_id == LOCAL and responder.platform in ("api", "web", "cli"):
             return LOCAL
         person = self.person_of(responder.key)
-        return f"person:{person}" if person else responder.key
+        return f"person:{person}" if person else canonical_handle(responder.key)
 
     def voter_of(self, entry: str) -> str:
         """The voter a config or request entry names: `person:ana`, a person's bare name,
         one of their handles, or a handle of nobody (itself)."""
         entry = entry.strip()
         if entry.startswith("person:"):
-            return entry
-        if entry in self.people:
-            return f"person:{entry}"
-        person = self.person_of(entry)
+            return self.canonical_entry(entry)
+        person = self.person_named(entry) or self.person_of(entry)
         if person:
             return f"person:{person}"
-        try:
-            return normalize_handle(entry)
-        except PeopleError:
-            return entry
+        return canonical_handle(entry)
 
     def display(self, responder: Responder) -> str:
         """The person's name for a handle of theirs, else what the adapter reported."""
@@ -139,9 +184,9 @@ class People:
         members, a handle → its voter. None for entries only a channel can resolve (a Slack
         user group, a Telegram group chat, a channel)."""
         if entry.startswith("group:"):
-            return {f"person:{m}" for m in self.groups.get(entry[len("group:"):], ())}
+            return {f"person:{m}" for m in self.groups.get(self.group_named(entry) or "", ())}
         if entry.startswith("person:"):
-            return {entry}
+            return {self.canonical_entry(entry)}
         try:
             handle = normalize_handle(entry)
         except PeopleError:
@@ -159,9 +204,9 @@ class People:
         """`person:` / `group:` entries that name nobody in this config."""
         out = []
         for entry in entries:
-            if entry.startswith("person:") and entry[len("person:"):] not in self.people:
+            if entry.startswith("person:") and self.person_named(entry) is None:
                 out.append(entry)
-            elif entry.startswith("group:") and entry[len("group:"):] not in self.groups:
+            elif entry.startswith("group:") and self.group_named(entry) is None:
                 out.append(entry)
         return out
 

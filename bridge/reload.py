@@ -6,19 +6,24 @@ tokens, channel sections (tokens), sources, delivery — is kept as it is, with 
 that it takes effect after a restart. A new config that is not valid (bad YAML, an unset
 variable, a target no running channel shows, a section `serve` would refuse) is refused
 as a whole and the running config stays.
+
+A new config with no rules at all (no routes, default_route, people or groups: an empty,
+comment-only or cut-short file) is refused too while the running one has some, unless
+the file says `allow_empty: true`. Whatever a reload applies, a request already open
+keeps the rules it was created under (bridge.rules).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bridge.config import Route, Settings, load_settings
+from bridge.config import EMBEDDED, Route, Settings, load_settings
 from bridge.errors import ConfigError
 from bridge.ports import Channel
 from bridge.preflight import check_config, check_targets
 
 #: sections swapped on reload
-RELOADABLE = ("routes", "default_route", "people", "groups")
+RELOADABLE = ("routes", "default_route", "people", "groups", "allow_empty")
 
 
 @dataclass(frozen=True)
@@ -57,9 +62,30 @@ def describe_routes(current: Settings, new: Settings) -> list[str]:
     return out
 
 
+class NoRules(ConfigError):
+    """The new config says nothing about who answers what, and does not say that is meant."""
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(origin, "", NO_RULES)
+
+
+NO_RULES = ("no routes, default_route, people or groups: this would drop every rule (an empty or "
+            "cut-short file?); if that is meant, add `allow_empty: true` to the file")
+
+
+def check_has_rules(settings: Settings) -> None:
+    """Raise NoRules for a config file with no rules that does not say `allow_empty: true`."""
+    if not settings.has_rules and not settings.allow_empty and settings.origin != EMBEDDED:
+        raise NoRules(settings.origin)
+
+
 def read_new_config(current: Settings, channels: list[Channel], env: dict[str, str] | None = None) -> ReloadPlan:
-    """Read and check the file `current` came from; raise ConfigError to keep the old one."""
+    """Read and check the file `current` came from; raise ConfigError to keep the old one
+    (NoRules when it would drop every rule the running config has). Blocking (file and
+    YAML): the daemon runs it in a worker thread."""
     new = load_settings(current.origin, env=env)
+    if current.has_rules:
+        check_has_rules(new)
     plan = plan_reload(current, new)
     if plan.needs_restart:
         check_config(new)  # what a restart would refuse is refused now, not at the next restart
@@ -67,4 +93,4 @@ def read_new_config(current: Settings, channels: list[Channel], env: dict[str, s
     return plan
 
 
-__all__ = ["RELOADABLE", "ConfigError", "ReloadPlan", "plan_reload", "read_new_config"]
+__all__ = ["RELOADABLE", "ConfigError", "NoRules", "ReloadPlan", "check_has_rules", "plan_reload", "read_new_config"]

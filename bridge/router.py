@@ -56,6 +56,10 @@ class Router:
         """The route a stored request was given (falls back to the default if renamed)."""
         return self._by_name.get(name, self.default)
 
+    def named(self, name: str | None) -> Route | None:
+        """The route of that name in this config, if it still has one."""
+        return self._by_name.get(name)
+
     def all_targets(self) -> set[str]:
         targets: set[str] = set()
         for route in [*self.routes, self.default]:

@@ -28,9 +28,10 @@ from bridge.models import (
     new_request_id,
 )
 from bridge.notify import ChangeFeed
-from bridge.people import SHARED_PASSWORD, People
+from bridge.people import SHARED_PASSWORD, People, canonical_target
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
+from bridge.rules import Judged, asked_by, judge, route_in_force, snapshot
 from bridge.store.base import Store, StoreError, Vote
 from bridge.store.query import RequestQuery
 from bridge.timers import initial_timers
@@ -104,14 +105,19 @@ class BridgeService:
         for target in targets:
             reached = self.people.targets_of(target)
             if reached is None:
-                out.append(target)
+                out.append(canonical_target(target))
                 continue
             reachable = [t for t in reached if self.channel_for(t) is not None]
             out.extend(reachable or [target])
-        return list(dict.fromkeys(out))
+        return list(dict.fromkeys(out))  # one copy per mailbox, however its address was written
 
     def route_of(self, request: Request) -> Route:
-        return self.router.get(request.route)
+        """The route `request` is judged by: the one it was created under, tightened by the
+        running config (bridge.rules)."""
+        return route_in_force(request, self.router)
+
+    def judged(self, request: Request) -> Judged:
+        return judge(request, self.router, self.people)
 
     # RequestSink ------------------------------------------------------------------------
     async def submit(
@@ -139,6 +145,8 @@ class BridgeService:
         stored.targets = list(route.notify)
         if not stored.responders:
             stored.responders = list(route.responders)
+        stored.responders = list(dict.fromkeys(self.people.canonical_entry(e) for e in stored.responders))
+        stored.rules = snapshot(stored, route, self.people)  # it is judged by these while open
         initial_timers(stored, route, now)
         event = self._event(
             stored.id, "created", source, route=stored.route, targets=stored.targets,
@@ -241,10 +249,9 @@ class BridgeService:
     async def is_allowed(self, request: Request, responder: Responder, *, via: str) -> bool:
         if via in TRUSTED_VIAS or not request.responders:
             return True
-        if responder.key in request.responders:
-            return True
-        if any(self.people.admits(entry, responder) for entry in request.responders):
-            return True  # person:, group:, or another handle of the same person
+        rules = self.judged(request)
+        if any(rules.admits(entry, responder) for entry in request.responders):
+            return True  # the handle, person:, group:, or another handle of the same person
         for entry in request.responders:
             channel = self.channel_for(entry)
             is_member = getattr(channel, "is_member", None)
@@ -296,7 +303,8 @@ class BridgeService:
                             {"name": responder.name, "via": via, "reason": "not in responders"})
             raise NotAllowed(responder.display)
         clean = self.validate(request, values)
-        route = self.route_of(request)
+        rules = self.judged(request)
+        route = rules.route
         if route.forbid_self_approval and via != "timeout" and self._asked_by(request, responder) \
                 and not self._is_rejection(request, clean):
             await self.note(request_id, "refused", responder.key,
@@ -310,7 +318,7 @@ class BridgeService:
                             {"name": responder.name, "via": via, "reason": "shared password"})
             raise SharedVoter(quorum)
         if quorum > 1 and via != "timeout":
-            decided = await self._vote(request, responder, clean, quorum, via)
+            decided = await self._vote(request, responder, clean, quorum, via, rules)
             if decided is None:
                 current = await self.store.get_request(request_id)
                 assert current is not None
@@ -321,12 +329,15 @@ class BridgeService:
 
     def _asked_by(self, request: Request, responder: Responder) -> bool:
         """True when `responder` is the person the request names in `requested_by`, or the
-        token that submitted it; or when the token relaying the answer for them is either."""
-        askers = {self.people.voter_of(a) for a in (request.requested_by, request.created_by) if a}
-        voters = {self.people.voter(responder)}
+        token that submitted it (as the request's rules knew them or as the config knows them
+        now); or when the token relaying the answer for them is either."""
+        askers = asked_by(request)
+        if self.judged(request).is_asker(responder, askers):
+            return True
         if responder.relayed_by:
-            voters.add(self.people.voter_of(responder.relayed_by))
-        return bool(askers & voters)
+            relay = self.people.voter_of(responder.relayed_by)
+            return any(relay == self.people.voter_of(asker) for asker in askers)
+        return False
 
     @staticmethod
     def _is_rejection(request: Request, clean: dict[str, Any]) -> bool:
@@ -340,7 +351,7 @@ class BridgeService:
         return responder.model_copy(update={"person": person})
 
     async def _vote(self, request: Request, responder: Responder, clean: dict[str, Any],
-                    quorum: int, via: str) -> bool | None:
+                    quorum: int, via: str, rules: Judged) -> bool | None:
         """Record one vote per person (`people:` joins one person's handles). True: final
         (quorum met or a rejection); None: still open."""
         import json
@@ -348,7 +359,7 @@ class BridgeService:
         rejection = self._is_rejection(request, clean)
         value = json.dumps(self._redact(request, clean), sort_keys=True)
         now = self.clock.now()
-        voter = self.people.voter(responder)
+        voter = rules.voter(responder)
         first = await self.store.add_vote(Vote(request.id, voter, value, self.people.display(responder), now))
         self.lifecycle.voted(request, responder, via, first)
         await self.note(request.id, "vote" if first else "duplicate_vote", responder.key,

@@ -73,19 +73,26 @@ def doctor(cli: Cli, as_json: bool) -> int:
 @click.command("check-config", short_help="Validate a config file without starting anything.",
                epilog=codes("valid", None, "not valid: the file, the key and the reason", remote=False))
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--allow-empty", is_flag=True,
+              help="Accept a file with no routes, default_route, people or groups (as `allow_empty: true` does).")
 @json_option
 @config_option
 @click.pass_obj
-def check_config(cli: Cli, file: str | None, as_json: bool) -> int:
+def check_config(cli: Cli, file: str | None, allow_empty: bool, as_json: bool) -> int:
     """Validate a config file as `serve` would read it, without starting anything or using
     the network: a summary, or the file, the key and the fix. FILE defaults to the one
-    `serve` would read."""
+    `serve` would read. A file with no rules at all is an error (a reload refuses it)
+    unless it says `allow_empty: true` or --allow-empty is given."""
     from bridge.config import load_settings
     from bridge.errors import ConfigError
     from bridge.preflight import check_config as check
+    from bridge.reload import check_has_rules
 
     try:
-        summary = check(load_settings(file or cli.config))  # raises ConfigError on the first mistake
+        settings = load_settings(file or cli.config)  # raises ConfigError on the first mistake
+        if not allow_empty:
+            check_has_rules(settings)
+        summary = check(settings)
     except ConfigError as exc:
         if not as_json:
             raise config_failure(exc) from None

@@ -69,8 +69,8 @@ def api_responder(settings: Settings, people: People, header: str | None, claime
     if token is None or not token.act_for_others:
         return own.model_copy(update={"name": claimed})
     relay = own.key
-    name = claimed.removeprefix("person:")
-    if name in people.people:
+    name = people.person_named(claimed)
+    if name is not None:
         return Responder(platform="person", user_id=name, name=name, person=name, relayed_by=relay)
     person = people.person_of(claimed)
     if person is None:

@@ -40,20 +40,23 @@ async def test_huge_and_infinite_timeouts_are_capped_not_crashed(tmp_path: Path)
         assert (await daemon.store.get_request(huge)) is not None
 
 
-async def test_a_route_removed_between_restarts_falls_back_to_the_default(tmp_path: Path) -> None:
+async def test_a_route_removed_between_restarts_still_rules_its_open_requests(tmp_path: Path) -> None:
+    """An open request keeps the rules it was created under (bridge.rules): its route's
+    reminders, levels and on_timeout go on after the route is gone from the config."""
     clock = ManualClock()
     async with bridge_on(tmp_path, clock, LADDER) as daemon:
         rid = await create(daemon)
     clock.advance(minutes=30)  # reminder and escalation of the old route are due
     async with bridge_on(tmp_path, clock, {"routes": [{"name": "other", "notify": ["web"]}]}) as daemon:
-        request = await stored(daemon, rid)  # the default route: no reminders, no levels
-        assert request.is_open
-        assert request.next_reminder_at is None and request.next_escalation_at is None
-        assert await events(daemon, rid, "reminded") == []
-        assert await events(daemon, rid, "escalated") == []
-        await step(daemon, clock, hours=2)  # the stored deadline still holds; default: fail
+        await step(daemon, clock, minutes=0)
         request = await stored(daemon, rid)
-        assert request.state is RequestState.expired and request.answer is None
+        assert request.is_open and request.route == "deploys"
+        assert await events(daemon, rid, "reminded") != []
+        assert await events(daemon, rid, "escalated") != []
+        await step(daemon, clock, hours=2)  # the route's on_timeout (answer no), not the default's (fail)
+        request = await stored(daemon, rid)
+        assert request.state is RequestState.expired and request.answer is not None
+        assert request.answer.via == "timeout" and request.answer.values == {"ok": "no"}
 
 
 async def test_an_answer_at_the_deadline_instant_wins_once(tmp_path: Path) -> None:

@@ -184,7 +184,7 @@ async def test_a_reload_swaps_the_people(tmp_path: Path) -> None:
         rid = await create(daemon, BO)
         assert (await vote(daemon, rid, BO)).status_code == 200
         path.write_text(yaml.safe_dump({**base, "people": {"bo": ["api:bo", "api:bo-laptop"]}}))
-        assert daemon.reload(env={})
+        assert await daemon.reload(env={})
         assert daemon.service.people.person_of("api:bo-laptop") == "bo"
         assert (await vote(daemon, rid, ANA_CLI)).status_code == 200  # bo's laptop token: bo again
         assert (await stored(daemon, rid)).is_open
