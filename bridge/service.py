@@ -9,7 +9,8 @@ from typing import Any
 
 from bridge.config import Route
 from bridge.crypto import SecretBox
-from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound, SelfApproval
+from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound, NotTheSameRequest, SelfApproval
+from bridge.fingerprint import fingerprint
 from bridge.health import Health
 from bridge.lifecycle import Lifecycle
 from bridge.models import (
@@ -27,6 +28,7 @@ from bridge.models import (
     has_lone_surrogate,
     new_request_id,
 )
+from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
 from bridge.people import People
 from bridge.ports import Channel, Clock, PostResult, Source
@@ -123,10 +125,17 @@ class BridgeService:
         format: str = "native",
         created_by: str | None = None,
     ) -> tuple[Request, bool]:
+        """Store `request` (or return the one its `external_id` already names: 201/200).
+
+        A body may only narrow its route (`bridge.narrowing`: LoosensRoute otherwise). An
+        `external_id` is the caller's own (the store keys it by `created_by`), and a repeat
+        of it is honoured only as a retry of the same request: same route, same content
+        (`bridge.fingerprint`); anything else raises NotTheSameRequest."""
         now = self.clock.now()
         stored = Request(
             **request.model_dump(),
             created_by=created_by,
+            fingerprint=fingerprint(request),
             id=new_request_id(),
             source=source,
             format="structured" if format == "structured" else "native",
@@ -135,6 +144,7 @@ class BridgeService:
             updated_at=now,
         )
         route = self.router.choose(stored)
+        check_narrows(request, route, self.people, now)
         stored.route = route.name or "default"
         stored.targets = list(route.notify)
         if not stored.responders:
@@ -151,7 +161,23 @@ class BridgeService:
             for hook in self.on_created:
                 hook(saved)
             self.background(self.post(saved, saved.targets), f"post {saved.id}")
+        else:
+            self._same_request(saved, stored)
         return saved, created
+
+    @staticmethod
+    def _same_request(saved: Request, asked: Request) -> None:
+        """Raise NotTheSameRequest unless `asked` is a retry of `saved` (the request its
+        external_id names): same creator, same route, same content."""
+        differs = []
+        if saved.created_by != asked.created_by:
+            differs.append("creator")
+        if saved.route != asked.route:
+            differs.append(f"route ({saved.route!r}, now {asked.route!r})")
+        if (saved.fingerprint or fingerprint(saved)) != asked.fingerprint:
+            differs.append("content")
+        if differs:
+            raise NotTheSameRequest(asked.external_id or "", saved.id, differs)
 
     async def withdraw(self, source: str, external_id: str, reason: str) -> Request | None:
         request = await self.store.find_by_external_id(source, external_id)

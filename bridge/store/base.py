@@ -152,14 +152,18 @@ class Store(abc.ABC):
     # requests -----------------------------------------------------------------------
     @abc.abstractmethod
     async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
-        """Insert `request` unless (source, external_id) exists: then return the stored one
-        and False. `event` (its id is ignored) is appended in the same transaction."""
+        """Insert `request` unless (source, created_by, external_id) exists: then return the
+        stored one and False (an external_id is its creator's own: two creators using the
+        same one never meet). `event` (its id is ignored) is appended in the same transaction."""
 
     @abc.abstractmethod
     async def get_request(self, request_id: str) -> Request | None: ...
 
     @abc.abstractmethod
-    async def find_by_external_id(self, source: str, external_id: str) -> Request | None: ...
+    async def find_by_external_id(self, source: str, external_id: str,
+                                  created_by: str | None = None) -> Request | None:
+        """The request `created_by` (None: no verified creator, as an engine's) stored with
+        `external_id` from `source`."""
 
     @abc.abstractmethod
     async def list_requests(

@@ -218,21 +218,23 @@ class PostgresStore(Store):
         async with self._conn() as conn:
             inserted = await conn.fetchval(
                 "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
-                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at, resume) "
-                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
-                "  ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id), "
-                f"ev AS ({event_insert(14, 'FROM ins')}) "
+                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at, resume, created_by) "
+                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) "
+                "  ON CONFLICT (source, created_by, external_id) WHERE external_id IS NOT NULL DO NOTHING "
+                "  RETURNING id), "
+                f"ev AS ({event_insert(15, 'FROM ins')}) "
                 "SELECT id FROM ins",
                 encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
                 request.state.value, encode_text(request.route), request.created_at, request.updated_at,
                 request.deadline, request.next_reminder_at, request.next_escalation_at,
-                encode_text(request.model_dump_json()), request.step_due_at, resumes(request), *event_args(event),
+                encode_text(request.model_dump_json()), request.step_due_at, resumes(request),
+                encode_text(request.created_by or ""), *event_args(event),
             )
             if inserted is not None:
                 return request, True
             body = await conn.fetchval(
-                "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
-                encode_text(request.source), encode_opt(request.external_id),
+                "SELECT body FROM requests WHERE source=$1 AND created_by=$2 AND external_id=$3",
+                encode_text(request.source), encode_text(request.created_by or ""), encode_opt(request.external_id),
             )
         if body is None:
             raise StoreError(f"request {request.external_id!r} conflicted but cannot be read")
@@ -243,11 +245,12 @@ class PostgresStore(Store):
             body = await conn.fetchval("SELECT body FROM requests WHERE id=$1", encode_text(request_id))
         return load_body(body) if body is not None else None
 
-    async def find_by_external_id(self, source: str, external_id: str) -> Request | None:
+    async def find_by_external_id(self, source: str, external_id: str,
+                                  created_by: str | None = None) -> Request | None:
         async with self._conn() as conn:
             body = await conn.fetchval(
-                "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
-                encode_text(source), encode_text(external_id),
+                "SELECT body FROM requests WHERE source=$1 AND created_by=$2 AND external_id=$3",
+                encode_text(source), encode_text(created_by or ""), encode_text(external_id),
             )
         return load_body(body) if body is not None else None
 

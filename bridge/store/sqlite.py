@@ -320,8 +320,8 @@ class SQLiteStore(Store):
         def txn(conn: sqlite3.Connection) -> tuple[Request, bool]:
             if request.external_id is not None:
                 row = conn.execute(
-                    "SELECT body FROM requests WHERE source=? AND external_id=?",
-                    (request.source, request.external_id),
+                    "SELECT body FROM requests WHERE source=? AND created_by=? AND external_id=?",
+                    (request.source, request.created_by or "", request.external_id),
                 ).fetchone()
                 if row:
                     return load_request(row[0]), False
@@ -339,10 +339,12 @@ class SQLiteStore(Store):
 
         return await self._read(txn)
 
-    async def find_by_external_id(self, source: str, external_id: str) -> Request | None:
+    async def find_by_external_id(self, source: str, external_id: str,
+                                  created_by: str | None = None) -> Request | None:
         def txn(conn: sqlite3.Connection) -> Request | None:
             row = conn.execute(
-                "SELECT body FROM requests WHERE source=? AND external_id=?", (source, external_id)
+                "SELECT body FROM requests WHERE source=? AND created_by=? AND external_id=?",
+                (source, created_by or "", external_id),
             ).fetchone()
             return load_request(row[0]) if row else None
 
