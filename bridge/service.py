@@ -188,7 +188,15 @@ class BridgeService:
 
     # posting ----------------------------------------------------------------------------
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
-        """Show `request` on `targets` (grouped by channel); record every copy."""
+        """Show `request` on `targets` (grouped by channel); record every copy.
+
+        A request closed before its posting starts is shown nowhere; one closed while its
+        copies go out gets them recorded (no `posted` event after its close: the store
+        decides that atomically) and brought up to date at once (they say it is closed)."""
+        current = await self.store.get_request(request.id)
+        if current is None or not current.is_open:
+            state = current.state.value if current is not None else "gone"
+            return [PostResult(target=t, ok=False, error=f"the request is {state}: not shown") for t in targets]
         by_channel: dict[int, list[str]] = {}
         results: list[PostResult] = []
         for target in self.expand_targets(targets):
@@ -230,6 +238,8 @@ class BridgeService:
         elif ok:  # already posted earlier (escalation), or closed meanwhile: bring the new copy up to date
             current = await self.store.get_request(request.id)
             if current is not None and not current.is_open:
+                log.info("request %s closed (%s) while it was being posted: updating its copies",
+                         request.id, current.state.value)
                 self.background(self.update_channels(current), f"update {request.id}")
         return results
 

@@ -369,7 +369,8 @@ class PostgresStore(Store):
         # Two round trips and no explicit transaction (BEGIN, locking read, UPDATE, COMMIT
         # were four): read the pending request, then one statement stores the copies and
         # events and moves it to posted only if its row is still what was read (else read
-        # again: it changed meanwhile). The copies and the move are committed together.
+        # again: it changed meanwhile). The copies and the move are committed together; the
+        # events only while the request is open (its row locked by the same statement).
         post_cols = list(zip(*[post_args(p) for p in posts], strict=True)) or [()] * 7
         event_cols = list(zip(*[event_args(e) for e in events], strict=True)) or [()] * 5
         rows: tuple[Any, ...] = (*map(list, post_cols), *map(list, event_cols))
@@ -385,13 +386,17 @@ class PostgresStore(Store):
                     request.updated_at = now
                 args = write_args(request) if request is not None else (encode_text(request_id), *[None] * (n - 1))
                 moved = await conn.fetchval(
-                    f"WITH p AS (INSERT INTO posts (request_id, channel, target, ref, ok, error, at) "
+                    # `l` locks the open request row (waiting for a close in flight to commit, then
+                    # reading it again): a request closed meanwhile gets its copies, never its events
+                    "WITH l AS (SELECT 1 FROM requests WHERE id=$1 AND state IN ('pending','posted') FOR UPDATE), "
+                    f"p AS (INSERT INTO posts (request_id, channel, target, ref, ok, error, at) "
                     f"  SELECT * FROM unnest(${n + 2}::text[], ${n + 3}::text[], ${n + 4}::text[], ${n + 5}::text[], "
                     f"  ${n + 6}::bool[], ${n + 7}::text[], ${n + 8}::timestamptz[])), "
                     f"e AS (INSERT INTO events (request_id, at, kind, actor, data) SELECT * FROM "
                     f"  unnest(${n + 9}::text[], ${n + 10}::timestamptz[], ${n + 11}::text[], ${n + 12}::text[], "
-                    f"  ${n + 13}::text[])), "
+                    f"  ${n + 13}::text[]) WHERE EXISTS (SELECT 1 FROM l)), "
                     f"u AS ({UPDATE_REQUEST} AND state='pending' AND body=${n + 1}::text AND $2::text IS NOT NULL "
+                    "  AND EXISTS (SELECT 1 FROM l) "  # locked before it changes (else `l` skips the row)
                     "  RETURNING 1) "
                     "SELECT count(*) FROM u",
                     *args, old, *rows)

@@ -477,14 +477,14 @@ class SQLiteStore(Store):
                 [(p.request_id, p.channel, p.target, json.dumps(p.ref), int(p.ok), p.error, ts(p.at))
                  for p in posts],
             )
+            row = conn.execute("SELECT state, body FROM requests WHERE id=?", (request_id,)).fetchone()
+            if row is None or row[0] not in ("pending", "posted"):
+                return None  # closed meanwhile: the copies are kept (to be updated), no `posted` after the close
             for event in events:
                 insert_event(conn, event)
-            if not any(p.ok for p in posts):
+            if not any(p.ok for p in posts) or row[0] != "pending":
                 return None
-            row = conn.execute("SELECT body FROM requests WHERE id=? AND state='pending'", (request_id,)).fetchone()
-            if not row:
-                return None
-            request = load_request(row[0])
+            request = load_request(row[1])
             request.state = RequestState.posted
             request.updated_at = now
             write(conn, request)
