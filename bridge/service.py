@@ -429,8 +429,11 @@ class BridgeService:
         self.changes.publish(request)
         self.background(self.update_channels(request), f"update {request.id}")
 
-    async def cancel(self, request_id: str, *, actor: str, reason: str = "") -> Request:
-        return await self._close(request_id, RequestState.cancelled, "cancelled", actor, reason=reason)
+    async def cancel(self, request_id: str, *, actor: str, reason: str = "", claimed: str | None = None) -> Request:
+        """Cancel as `actor` (a verified identity); `claimed` (who the caller says acts) is
+        only kept as a note in the event."""
+        note: dict[str, Any] = {"claimed_actor": claimed} if claimed else {}
+        return await self._close(request_id, RequestState.cancelled, "cancelled", actor, reason=reason, **note)
 
     async def expire(self, request_id: str, *, reason: str = "deadline passed") -> Request:
         """The last deadline passed and the route says fail: the engine gets a failure."""
@@ -452,11 +455,11 @@ class BridgeService:
                                   to_state=RequestState.expired)
 
     async def _close(self, request_id: str, state: RequestState, kind: str, actor: str, *,
-                     reason: str, deliver: bool = True) -> Request:
+                     reason: str, deliver: bool = True, **note: Any) -> Request:
         now = self.clock.now()
         updated = await self.store.transition(
             request_id, OPEN_STATES, state,
-            event=self._event(request_id, kind, actor, reason=reason),
+            event=self._event(request_id, kind, actor, reason=reason, **note),
             error=reason or None, enqueue=state.value if deliver else None, now=now,
         )
         if updated is None:
