@@ -43,7 +43,8 @@ async def test_a_request_cannot_pick_outsiders_to_answer_it(tmp_path: Path) -> N
 
         # one insider does not carry an outsider, and a group reaching beyond the route is refused
         for responders, named in ((["person:ana", "api:eve"], "api:eve"), (["group:everyone"], "group:everyone"),
-                                  (["slack:U0EVE"], "slack:U0EVE"), (["person:nobody"], "person:nobody")):
+                                  (["slack:U0EVE"], "slack:U0EVE"), (["person:nobody"], "person:nobody"),
+                                  (["person:ANA"], "person:ANA"), ([""], ""), (["slack:#oncall"], "slack:#oncall")):
             refused = await create(bridge, CI, labels={"env": "single"}, responders=responders)
             assert refused.status_code == 422 and repr(named) in refused.json()["detail"], refused.text
         assert await bridge.store.list_requests() == []
