@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from bridge.config import Route
 from bridge.errors import LoosensRoute
-from bridge.models import RequestIn
+from bridge.models import InvalidAnswer, Question, QuestionKind, RequestIn
 from bridge.people import People
 from bridge.timers import LONGEST, max_possible_responders
 
@@ -59,7 +60,8 @@ def check_narrows(request: RequestIn, route: Route, people: People, now: datetim
             raise LoosensRoute(
                 "responders", f"these responders are {most} people, fewer than the quorum of "
                               f"{route.quorum} that {where} needs: the request could never be approved")
-    automatic = route.on_timeout is not None and route.on_timeout.answer is not None
+    automatic = route.on_timeout is not None and route.on_timeout.answer is not None \
+        and not rejects(route.on_timeout.answer)
     if automatic and route.timeout is not None:
         asked = asked_deadline(request, now)
         if asked is not None and asked < now + route.timeout:
@@ -67,6 +69,15 @@ def check_narrows(request: RequestIn, route: Route, people: People, now: datetim
             raise LoosensRoute(
                 field, f"earlier than the timeout of {where}, which answers by itself when it "
                        "passes (on_timeout.answer): a request may wait longer, not shorter")
+
+
+def rejects(answer: Any) -> bool:
+    """True when a route's `on_timeout.answer` is a rejection (`no`, false...): a request
+    that reaches it sooner only fails sooner, which is tightening."""
+    try:
+        return Question(kind=QuestionKind.confirm, prompt="?").validate_answer(answer) == "no"
+    except InvalidAnswer:
+        return False
 
 
 def asked_deadline(request: RequestIn, now: datetime) -> datetime | None:

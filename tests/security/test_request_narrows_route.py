@@ -24,6 +24,8 @@ CONFIG: dict[str, Any] = {
         {"name": "single", "match": {"labels.env": "single"}, "notify": ["web"], "responders": ["group:oncall"]},
         {"name": "autopilot", "match": {"labels.env": "auto"}, "notify": ["web"], "timeout": "1h",
          "on_timeout": {"answer": "yes"}},
+        {"name": "guarded", "match": {"labels.env": "guarded"}, "notify": ["web"], "timeout": "1h",
+         "on_timeout": {"answer": "no"}},
         {"name": "open", "match": {"labels.env": "dev"}, "notify": ["web"]},
     ],
 }
@@ -84,3 +86,5 @@ async def test_a_request_cannot_bring_its_routes_automatic_answer_forward(tmp_pa
         assert later.status_code == 201, later.text
         plain = await create(bridge, CI, labels={"env": "dev"}, timeout_s=1)  # no automatic answer: fails closed
         assert plain.status_code == 201, plain.text
+        sooner = await create(bridge, CI, labels={"env": "guarded"}, timeout_s=1)  # rejected sooner: tightens
+        assert sooner.status_code == 201, sooner.text
