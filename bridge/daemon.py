@@ -280,6 +280,14 @@ class Daemon:
         await self.store.close()
 
     async def run_forever(self) -> None:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        # The port answers before start() returns: a SIGHUP sent as soon as /healthz answers
+        # must not kill the daemon (SIGHUP's default). Held until started, then applied.
+        held: list[bool] = []
+        with contextlib.suppress(NotImplementedError, AttributeError):
+            loop.add_signal_handler(signal.SIGHUP, lambda: held.append(True))
         await self.start()
         # What start-up built (modules, schemas, routes: ~100,000 objects) lives as long as
         # the process: set aside, a full garbage collection no longer walks it (~90 ms each,
@@ -287,8 +295,6 @@ class Daemon:
         gc.collect()
         gc.freeze()
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        import signal
 
         def on_signal() -> None:
             if stop.is_set():  # asked twice: no more waiting
@@ -301,6 +307,8 @@ class Daemon:
                 loop.add_signal_handler(sig, on_signal)
         with contextlib.suppress(NotImplementedError, AttributeError):
             loop.add_signal_handler(signal.SIGHUP, self.on_sighup)
+        if held:
+            self.on_sighup()
         # said once the signals are handled: a SIGHUP sent on this line reloads, not kills
         log.info("hitl-bridge listening on %s (store %s, %s event loop)", self.base_url,
                  redact_url(self.settings.store.url), loop_name(loop))

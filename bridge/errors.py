@@ -86,3 +86,30 @@ class ConfigError(Exception):
         self.file = file
         self.key = key
         self.reason = reason
+
+
+class LoosensRoute(BridgeError):
+    """A request body asks for less than its route requires (other responders, an earlier
+    automatic answer): a body may narrow its route, never loosen it."""
+
+    status = 422
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+
+
+class NotTheSameRequest(BridgeError):
+    """An `external_id` already names a request that this one is not a retry of (another
+    route, or other content): an idempotent retry must be the very same request."""
+
+    status = 409
+
+    def __init__(self, external_id: str, request_id: str, differs: list[str]) -> None:
+        super().__init__(
+            f"external_id {external_id!r} already names request {request_id} with a different "
+            f"{' and '.join(differs)}: a retry must send the same request (use a new external_id "
+            "for a new one)")
+        self.external_id = external_id
+        self.request_id = request_id
+        self.differs = differs

@@ -357,6 +357,8 @@ class Request(RequestIn):
     source_ref: dict[str, Any] = Field(default_factory=dict)
     #: the verified handle that submitted it (an API token: `api:<name>`), when known
     created_by: str | None = None
+    #: a hash of what it asks (bridge.fingerprint): a repeated external_id must match it
+    fingerprint: str | None = None
     state: RequestState = RequestState.pending
     route: str = "default"
     targets: list[str] = Field(default_factory=list)

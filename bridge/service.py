@@ -9,7 +9,16 @@ from typing import Any
 
 from bridge.config import Route
 from bridge.crypto import SecretBox
-from bridge.errors import AlreadyClosed, AnswerRejected, NotAllowed, NotFound, SelfApproval, SharedVoter
+from bridge.errors import (
+    AlreadyClosed,
+    AnswerRejected,
+    NotAllowed,
+    NotFound,
+    NotTheSameRequest,
+    SelfApproval,
+    SharedVoter,
+)
+from bridge.fingerprint import fingerprint
 from bridge.health import Health
 from bridge.lifecycle import Lifecycle
 from bridge.models import (
@@ -27,6 +36,7 @@ from bridge.models import (
     has_lone_surrogate,
     new_request_id,
 )
+from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
 from bridge.people import SHARED_PASSWORD, People, canonical_target
 from bridge.ports import Channel, Clock, PostResult, Source
@@ -129,10 +139,17 @@ class BridgeService:
         format: str = "native",
         created_by: str | None = None,
     ) -> tuple[Request, bool]:
+        """Store `request` (or return the one its `external_id` already names: 201/200).
+
+        A body may only narrow its route (`bridge.narrowing`: LoosensRoute otherwise). An
+        `external_id` is the caller's own (the store keys it by `created_by`), and a repeat
+        of it is honoured only as a retry of the same request: same route, same content
+        (`bridge.fingerprint`); anything else raises NotTheSameRequest."""
         now = self.clock.now()
         stored = Request(
             **request.model_dump(),
             created_by=created_by,
+            fingerprint=fingerprint(request),
             id=new_request_id(),
             source=source,
             format="structured" if format == "structured" else "native",
@@ -141,6 +158,7 @@ class BridgeService:
             updated_at=now,
         )
         route = self.router.choose(stored)
+        check_narrows(request, route, self.people, now)
         stored.route = route.name or "default"
         stored.targets = list(route.notify)
         if not stored.responders:
@@ -159,7 +177,27 @@ class BridgeService:
             for hook in self.on_created:
                 hook(saved)
             self.background(self.post(saved, saved.targets), f"post {saved.id}")
+        else:
+            self._same_request(saved, stored)
         return saved, created
+
+    @staticmethod
+    def _same_request(saved: Request, asked: Request) -> None:
+        """Raise NotTheSameRequest unless `asked` is a retry of `saved` (the request its
+        external_id names): same creator, same route, same content."""
+        differs = []
+        if saved.created_by != asked.created_by:
+            differs.append("creator")
+        if saved.route != asked.route:
+            differs.append(f"route ({saved.route!r}, now {asked.route!r})")
+        if saved.fingerprint is not None:
+            same = saved.fingerprint == asked.fingerprint
+        else:  # stored before fingerprints: compared as stored (both with the route's responders filled in)
+            same = fingerprint(saved) == fingerprint(asked)
+        if not same:
+            differs.append("content")
+        if differs:
+            raise NotTheSameRequest(asked.external_id or "", saved.id, differs)
 
     async def withdraw(self, source: str, external_id: str, reason: str) -> Request | None:
         request = await self.store.find_by_external_id(source, external_id)
@@ -170,7 +208,15 @@ class BridgeService:
 
     # posting ----------------------------------------------------------------------------
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
-        """Show `request` on `targets` (grouped by channel); record every copy."""
+        """Show `request` on `targets` (grouped by channel); record every copy.
+
+        A request closed before its posting starts is shown nowhere; one closed while its
+        copies go out gets them recorded (no `posted` event after its close: the store
+        decides that atomically) and brought up to date at once (they say it is closed)."""
+        current = await self.store.get_request(request.id)
+        if current is None or not current.is_open:
+            state = current.state.value if current is not None else "gone"
+            return [PostResult(target=t, ok=False, error=f"the request is {state}: not shown") for t in targets]
         by_channel: dict[int, list[str]] = {}
         results: list[PostResult] = []
         for target in self.expand_targets(targets):
@@ -212,6 +258,8 @@ class BridgeService:
         elif ok:  # already posted earlier (escalation), or closed meanwhile: bring the new copy up to date
             current = await self.store.get_request(request.id)
             if current is not None and not current.is_open:
+                log.info("request %s closed (%s) while it was being posted: updating its copies",
+                         request.id, current.state.value)
                 self.background(self.update_channels(current), f"update {request.id}")
         return results
 
@@ -412,8 +460,11 @@ class BridgeService:
         self.changes.publish(request)
         self.background(self.update_channels(request), f"update {request.id}")
 
-    async def cancel(self, request_id: str, *, actor: str, reason: str = "") -> Request:
-        return await self._close(request_id, RequestState.cancelled, "cancelled", actor, reason=reason)
+    async def cancel(self, request_id: str, *, actor: str, reason: str = "", claimed: str | None = None) -> Request:
+        """Cancel as `actor` (a verified identity); `claimed` (who the caller says acts) is
+        only kept as a note in the event."""
+        note: dict[str, Any] = {"claimed_actor": claimed} if claimed else {}
+        return await self._close(request_id, RequestState.cancelled, "cancelled", actor, reason=reason, **note)
 
     async def expire(self, request_id: str, *, reason: str = "deadline passed") -> Request:
         """The last deadline passed and the route says fail: the engine gets a failure."""
@@ -435,11 +486,11 @@ class BridgeService:
                                   to_state=RequestState.expired)
 
     async def _close(self, request_id: str, state: RequestState, kind: str, actor: str, *,
-                     reason: str, deliver: bool = True) -> Request:
+                     reason: str, deliver: bool = True, **note: Any) -> Request:
         now = self.clock.now()
         updated = await self.store.transition(
             request_id, OPEN_STATES, state,
-            event=self._event(request_id, kind, actor, reason=reason),
+            event=self._event(request_id, kind, actor, reason=reason, **note),
             error=reason or None, enqueue=state.value if deliver else None, now=now,
         )
         if updated is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from hitl_bridge_client import AsyncClient, BridgeError, Conflict, NotFound, Unauthorized
+from hitl_bridge_client import AsyncClient, BridgeError, BridgeRefused, Conflict, NotFound, Unauthorized
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 
@@ -30,6 +30,7 @@ log = logging.getLogger("hitl_bridge.mcp")
 
 POLL_S = 60.0  # one long poll of the API (it allows up to 120 s)
 CANCEL_WITHIN_S = 5.0
+CHECK_WAIT_S = 0.001  # await_answer's first read: a long poll, so the bridge checks the token may wait
 WITHDRAWN = "the MCP client stopped waiting (it cancelled the tool call or disconnected)"
 
 
@@ -87,7 +88,8 @@ class Calls:
     async def await_answer(self, ctx: Context, request_id: str, wait_seconds: float | None) -> CallToolResult:
         client = self.client(ctx)
         try:
-            view = await self.view(client, request_id)
+            # a (brief) long poll: the bridge lets a token wait only on what it may manage
+            view = await self.view(client, request_id, wait=CHECK_WAIT_S)
         except BridgeError as exc:
             return failure(self.explain(exc))
         slot = TASK_SLOT.get()
@@ -98,9 +100,9 @@ class Calls:
             return result_for(view)
         return await self.wait(ctx, client, request_id, self.hold(wait_seconds), str(view["labels"][LABEL_CALL]))
 
-    async def view(self, client: AsyncClient, request_id: str) -> dict[str, Any]:
+    async def view(self, client: AsyncClient, request_id: str, *, wait: float = 0) -> dict[str, Any]:
         """A request asked through MCP (NotFound for any other: its answer is not ours to give)."""
-        view = await client.get(request_id)
+        view = await client.get(request_id, wait=wait)
         if LABEL_CALL not in (view.get("labels") or {}):
             raise NotFound(404, f"no request {request_id!r} asked through MCP")
         return view
@@ -115,6 +117,8 @@ class Calls:
             await self.withdraw(client, request_id, WITHDRAWN)
             raise
         except BridgeError as exc:
+            if _forbidden(exc):
+                return failure(self.explain(exc), call)
             return failure(f"{self.explain(exc)}. Request {request_id} stays open: call await_answer with "
                            "its id to keep waiting.", call)
         finally:
@@ -174,8 +178,14 @@ class Calls:
                 log.debug("progress notification for %s not sent: %s", request_id, exc)
 
     def explain(self, exc: BridgeError) -> str:
+        if _forbidden(exc):
+            return str(exc)  # another token's request: the bridge says whose
         if isinstance(exc, Unauthorized):
             return (f"{exc}. Give `hitl-bridge mcp` one of the bridge's http.api_tokens (--token or "
                     "HITL_BRIDGE_TOKEN), or the MCP client's Authorization header for /mcp")
         return f"{exc} ({self.link.describe()})"
 
+
+def _forbidden(exc: BridgeError) -> bool:
+    """403: the token is right, but the request is not its to wait on or cancel."""
+    return isinstance(exc, BridgeRefused) and exc.status == 403

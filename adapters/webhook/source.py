@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import httpx
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import BaseRoute
 from starlette.types import Receive, Scope, Send
@@ -16,6 +16,7 @@ from starlette.types import Receive, Scope, Send
 from adapters.webhook.callback import signed_request
 from adapters.webhook.egress import CallbackPolicy, CallbackRefused, GuardedTransport
 from adapters.webhook.structured import StructuredRequestIn, is_structured, structured_answer, to_native
+from bridge.errors import BridgeError, NotTheSameRequest
 from bridge.http.app import COMPONENTS_KEY, FirstRoute, component_schemas, describe_errors
 from bridge.http.auth import require_api_token, token_name
 from bridge.http.views import request_view_json
@@ -144,10 +145,14 @@ class WebhookSource:
             response_model=None,
             openapi_extra={"requestBody": body_schema,
                            COMPONENTS_KEY: component_schemas(RequestIn, StructuredRequestIn)},
-            responses={200: {"description": "already known (same external_id): the stored request"},
+            responses={200: {"description": "already known (a retry: same caller, external_id, route and "
+                                            "content): the stored request"},
                        201: {"description": "stored; the body is the request"},
                        401: {"description": "missing or wrong bearer token"},
-                       413: {"description": "body too large"}, 422: {"description": "invalid, field named"}},
+                       409: {"description": "the caller's external_id names another request (`differs`: "
+                                            "creator, route, content)"},
+                       413: {"description": "body too large"},
+                       422: {"description": "invalid, or asks more than its route allows: field named"}},
         )
         async def create_request(http: Request) -> Response:
             return await source.intake(http)
@@ -179,10 +184,16 @@ class WebhookSource:
         if refusal is not None:
             raise HTTPException(422, f"callback.url: {refusal}")
         caller = token_name(http.app.state.settings, http.headers.get("authorization"))
-        request, created = await service.submit(
-            native, source=self.name, format="structured" if structured else "native",
-            created_by=f"api:{caller}" if caller else None,
-        )
+        try:
+            request, created = await service.submit(
+                native, source=self.name, format="structured" if structured else "native",
+                created_by=f"api:{caller}" if caller else None,
+            )
+        except BridgeError as exc:  # a body that loosens its route (422), not a retry of its external_id (409)
+            content: dict[str, Any] = {"detail": str(exc)}
+            if isinstance(exc, NotTheSameRequest):
+                content["differs"] = [what.split(" ")[0] for what in exc.differs]
+            return JSONResponse(content, status_code=exc.status)
         return Response(request_view_json(request), status_code=201 if created else 200, media_type=JSON)
 
 

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 
 from bridge.errors import BridgeError, NotAPerson
-from bridge.http.auth import api_responder, caller_name, require_api_token
+from bridge.http.auth import api_responder, caller_name, may_manage, not_yours, require_api_token
 from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import MAX_CONTEXT_DEPTH, RequestState
 from bridge.models import Request as BridgeRequest
@@ -40,7 +40,9 @@ class AnswerBody(BaseModel):
 
 class CancelBody(BaseModel):
     reason: str = Field(default="", max_length=2000)
-    actor: str = Field(default="api", max_length=200)
+    actor: str = Field(default="api", max_length=200, description=(
+        "who says they cancel: kept as a note (`claimed_actor`) in the audit event, whose actor is "
+        "always the verified caller (api:<token name>)"))
 
 
 def service_of(request: Request) -> BridgeService:
@@ -98,10 +100,22 @@ async def get_request(
 ) -> dict[str, Any]:
     # a long poll (wait > 0) is served by bridge.http.long_poll, leaner while it waits
     service = service_of(request)
+    if wait:
+        await check_may_wait(request, request_id)
     found = await service.wait_closed(request_id, wait) if wait else await service.get(request_id)
     if found is None:
         raise HTTPException(404, f"no request {request_id!r}")
     return await request_detail(service, found)
+
+
+async def check_may_wait(request: Request, request_id: str) -> None:
+    """A long poll waits only on a request the caller may manage (`auth.may_manage`): 403
+    otherwise (404 when there is no such request)."""
+    current = await service_of(request).get(request_id)
+    if current is None:
+        raise HTTPException(404, f"no request {request_id!r}")
+    if not may_manage(request.app.state.settings, request.headers.get("authorization"), current):
+        raise HTTPException(403, not_yours(current, "wait on"))
 
 
 async def request_detail(service: BridgeService, found: BridgeRequest) -> dict[str, Any]:
@@ -161,9 +175,22 @@ async def answer_request(request: Request, request_id: str) -> dict[str, Any] | 
 async def cancel_request(
     request: Request, request_id: str, body: CancelBody | None = None
 ) -> dict[str, Any] | JSONResponse:
+    """Cancel a request: the audit records the verified caller (`api:<token name>`). A token
+    cancels the requests it created; one with `act_for_others` any (`auth.may_manage`)."""
     body = body or CancelBody()
+    service = service_of(request)
+    settings = request.app.state.settings
+    header = request.headers.get("authorization")
+    current = await service.get(request_id)
+    if current is None:
+        raise HTTPException(404, f"no request {request_id!r}")
+    if not may_manage(settings, header, current):
+        raise HTTPException(403, not_yours(current, "cancel"))
+    actor = f"api:{caller_name(settings, header)}"
+    claimed = body.actor.strip()
     try:
-        updated = await service_of(request).cancel(request_id, actor=f"api:{body.actor}", reason=body.reason)
+        updated = await service.cancel(request_id, actor=actor, reason=body.reason,
+                                       claimed=claimed if claimed not in ("", "api", actor) else None)
     except BridgeError as exc:
         return error_response(exc)
     return request_view(updated)

@@ -11,6 +11,7 @@ from fastapi import HTTPException, Request, status
 from bridge.config import Settings
 from bridge.errors import NotAPerson
 from bridge.http.sessions import SESSION_COOKIE, session_row
+from bridge.models import Request as BridgeRequest
 from bridge.models import Responder
 from bridge.people import LOCAL, People, normalize_handle
 from bridge.store.base import Store
@@ -79,6 +80,29 @@ def api_responder(settings: Settings, people: People, header: str | None, claime
     return Responder(platform=platform, user_id=ident, name=ident, person=person, relayed_by=relay)
 
 
+def may_manage(settings: Settings, header: str | None, request: BridgeRequest) -> bool:
+    """May this caller cancel `request`, or wait on it (a long poll, MCP's await_answer)?
+
+    A token manages the requests it created (`created_by: api:<its name>`); a token with
+    `act_for_others` (an operator's, a relay's) manages any; on an open bridge (no tokens)
+    every caller is the same `local` one. Requests no token created (an engine's) are the
+    operator's: only `act_for_others` tokens."""
+    if not settings.http.api_tokens:
+        return True
+    caller = token_name(settings, header)
+    if caller is None:
+        return False
+    token = settings.http.api_tokens[caller]
+    return token.act_for_others or request.created_by == f"api:{caller}"
+
+
+def not_yours(request: BridgeRequest, what: str) -> str:
+    """Why `may_manage` said no, for the 403 (names the creator, never a token)."""
+    creator = request.created_by or "an engine"
+    return (f"request {request.id} was created by {creator}: only its creator's token, or one with "
+            f"act_for_others, may {what} it")
+
+
 async def operator_allowed(settings: Settings, store: Store, authorization: str | None,
                            session_cookie: str | None) -> bool:
     """May this caller read the operator pages? Yes with no tokens configured (like /v1),
@@ -91,5 +115,5 @@ async def operator_allowed(settings: Settings, store: Store, authorization: str 
     return await session_row(store, session_cookie) is not None
 
 
-__all__ = ["SESSION_COOKIE", "api_responder", "caller_name", "operator_allowed", "require_api_token", "token_name",
-           "token_ok"]
+__all__ = ["SESSION_COOKIE", "api_responder", "caller_name", "may_manage", "not_yours", "operator_allowed",
+           "require_api_token", "token_name", "token_ok"]

@@ -43,6 +43,7 @@ class LongPoll:
         await require_api_token(request)
         service = api.service_of(request)
         request_id: str = scope["path_params"]["request_id"]
+        await api.check_may_wait(request, request_id)
         del request  # nothing of the HTTP request is kept while parked
         found = await service.wait_closed(request_id, wait)
         if found is None:

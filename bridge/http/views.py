@@ -9,7 +9,7 @@ from bridge.models import Event, Post, Request
 from bridge.store.base import OutboxItem, Vote
 from bridge.timing_view import vote_line
 
-HIDDEN: set[str] = {"answer", "callback", "source_ref", "timer_steps", "rules"}
+HIDDEN: set[str] = {"answer", "callback", "fingerprint", "source_ref", "timer_steps", "rules"}
 
 
 def request_view(request: Request) -> dict[str, Any]:

@@ -152,14 +152,18 @@ class Store(abc.ABC):
     # requests -----------------------------------------------------------------------
     @abc.abstractmethod
     async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
-        """Insert `request` unless (source, external_id) exists: then return the stored one
-        and False. `event` (its id is ignored) is appended in the same transaction."""
+        """Insert `request` unless (source, created_by, external_id) exists: then return the
+        stored one and False (an external_id is its creator's own: two creators using the
+        same one never meet). `event` (its id is ignored) is appended in the same transaction."""
 
     @abc.abstractmethod
     async def get_request(self, request_id: str) -> Request | None: ...
 
     @abc.abstractmethod
-    async def find_by_external_id(self, source: str, external_id: str) -> Request | None: ...
+    async def find_by_external_id(self, source: str, external_id: str,
+                                  created_by: str | None = None) -> Request | None:
+        """The request `created_by` (None: no verified creator, as an engine's) stored with
+        `external_id` from `source`."""
 
     @abc.abstractmethod
     async def list_requests(
@@ -247,10 +251,15 @@ class Store(abc.ABC):
     async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
                            now: datetime) -> Request | None:
         """Store the copies and events of one posting; when a copy is ok and the request is
-        still `pending`, move it to `posted` and return it (else None). Implementations may
-        do this in one transaction (SQLite does)."""
+        still `pending`, move it to `posted` and return it (else None). The events are kept
+        only while the request is open, decided atomically with its close (a cancel that
+        raced the posting is never followed by `posted` in the audit); the copies are kept
+        either way, so they can be updated. Implementations do this in one transaction."""
         for post in posts:
             await self.add_post(post)
+        current = await self.get_request(request_id)
+        if current is None or not current.is_open:
+            return None
         for event in events:
             await self.add_event(event.request_id, event.kind, event.actor, event.data, event.at)
         if not any(p.ok for p in posts):

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 from bridge.models import OPEN_STATES, Answer, Request, RequestState
 
-SCHEMA_VERSION = 1
+#: 2: requests.created_by keys external ids (a bridge before it would still key them by source alone)
+SCHEMA_VERSION = 2
 
 
 def ts(value: datetime | None) -> str | None:
@@ -36,6 +37,7 @@ def request_columns(request: Request) -> dict[str, object]:
         "next_escalation_at": ts(request.next_escalation_at),
         "step_due_at": ts(request.step_due_at),
         "resume": int(resumes(request)),
+        "created_by": request.created_by or "",
         "body": request.model_dump_json(),
     }
 

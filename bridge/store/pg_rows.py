@@ -64,6 +64,10 @@ async def migrate(conn: asyncpg.Connection) -> None:
         if not await _has_column(conn, "requests", "next_at"):  # rewrites the table once
             await conn.execute(f"ALTER TABLE requests ADD COLUMN next_at TIMESTAMPTZ GENERATED ALWAYS AS "
                                f"({NEXT_AT_SQL}) STORED")
+        if not await _has_column(conn, "requests", "created_by"):  # external ids became their creator's own
+            await conn.execute("ALTER TABLE requests ADD COLUMN created_by TEXT NOT NULL DEFAULT ''")
+            await conn.execute("UPDATE requests SET created_by=coalesce(body::json->>'created_by', '') "
+                               "WHERE external_id IS NOT NULL AND body LIKE '{%'")
     counted = await conn.fetchval("SELECT to_regclass('request_counts')") is not None
     await conn.execute(SCHEMA)
     if not counted:  # new: counted from the rows once (the triggers, created above, hold writers off meanwhile)

@@ -218,21 +218,23 @@ class PostgresStore(Store):
         async with self._conn() as conn:
             inserted = await conn.fetchval(
                 "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
-                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at, resume) "
-                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
-                "  ON CONFLICT (source, external_id) WHERE external_id IS NOT NULL DO NOTHING RETURNING id), "
-                f"ev AS ({event_insert(14, 'FROM ins')}) "
+                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at, resume, created_by) "
+                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) "
+                "  ON CONFLICT (source, created_by, external_id) WHERE external_id IS NOT NULL DO NOTHING "
+                "  RETURNING id), "
+                f"ev AS ({event_insert(15, 'FROM ins')}) "
                 "SELECT id FROM ins",
                 encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
                 request.state.value, encode_text(request.route), request.created_at, request.updated_at,
                 request.deadline, request.next_reminder_at, request.next_escalation_at,
-                encode_text(request.model_dump_json()), request.step_due_at, resumes(request), *event_args(event),
+                encode_text(request.model_dump_json()), request.step_due_at, resumes(request),
+                encode_text(request.created_by or ""), *event_args(event),
             )
             if inserted is not None:
                 return request, True
             body = await conn.fetchval(
-                "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
-                encode_text(request.source), encode_opt(request.external_id),
+                "SELECT body FROM requests WHERE source=$1 AND created_by=$2 AND external_id=$3",
+                encode_text(request.source), encode_text(request.created_by or ""), encode_opt(request.external_id),
             )
         if body is None:
             raise StoreError(f"request {request.external_id!r} conflicted but cannot be read")
@@ -243,11 +245,12 @@ class PostgresStore(Store):
             body = await conn.fetchval("SELECT body FROM requests WHERE id=$1", encode_text(request_id))
         return load_body(body) if body is not None else None
 
-    async def find_by_external_id(self, source: str, external_id: str) -> Request | None:
+    async def find_by_external_id(self, source: str, external_id: str,
+                                  created_by: str | None = None) -> Request | None:
         async with self._conn() as conn:
             body = await conn.fetchval(
-                "SELECT body FROM requests WHERE source=$1 AND external_id=$2",
-                encode_text(source), encode_text(external_id),
+                "SELECT body FROM requests WHERE source=$1 AND created_by=$2 AND external_id=$3",
+                encode_text(source), encode_text(created_by or ""), encode_text(external_id),
             )
         return load_body(body) if body is not None else None
 
@@ -366,7 +369,8 @@ class PostgresStore(Store):
         # Two round trips and no explicit transaction (BEGIN, locking read, UPDATE, COMMIT
         # were four): read the pending request, then one statement stores the copies and
         # events and moves it to posted only if its row is still what was read (else read
-        # again: it changed meanwhile). The copies and the move are committed together.
+        # again: it changed meanwhile). The copies and the move are committed together; the
+        # events only while the request is open (its row locked by the same statement).
         post_cols = list(zip(*[post_args(p) for p in posts], strict=True)) or [()] * 7
         event_cols = list(zip(*[event_args(e) for e in events], strict=True)) or [()] * 5
         rows: tuple[Any, ...] = (*map(list, post_cols), *map(list, event_cols))
@@ -382,13 +386,17 @@ class PostgresStore(Store):
                     request.updated_at = now
                 args = write_args(request) if request is not None else (encode_text(request_id), *[None] * (n - 1))
                 moved = await conn.fetchval(
-                    f"WITH p AS (INSERT INTO posts (request_id, channel, target, ref, ok, error, at) "
+                    # `l` locks the open request row (waiting for a close in flight to commit, then
+                    # reading it again): a request closed meanwhile gets its copies, never its events
+                    "WITH l AS (SELECT 1 FROM requests WHERE id=$1 AND state IN ('pending','posted') FOR UPDATE), "
+                    f"p AS (INSERT INTO posts (request_id, channel, target, ref, ok, error, at) "
                     f"  SELECT * FROM unnest(${n + 2}::text[], ${n + 3}::text[], ${n + 4}::text[], ${n + 5}::text[], "
                     f"  ${n + 6}::bool[], ${n + 7}::text[], ${n + 8}::timestamptz[])), "
                     f"e AS (INSERT INTO events (request_id, at, kind, actor, data) SELECT * FROM "
                     f"  unnest(${n + 9}::text[], ${n + 10}::timestamptz[], ${n + 11}::text[], ${n + 12}::text[], "
-                    f"  ${n + 13}::text[])), "
+                    f"  ${n + 13}::text[]) WHERE EXISTS (SELECT 1 FROM l)), "
                     f"u AS ({UPDATE_REQUEST} AND state='pending' AND body=${n + 1}::text AND $2::text IS NOT NULL "
+                    "  AND EXISTS (SELECT 1 FROM l) "  # locked before it changes (else `l` skips the row)
                     "  RETURNING 1) "
                     "SELECT count(*) FROM u",
                     *args, old, *rows)

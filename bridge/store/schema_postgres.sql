@@ -17,14 +17,18 @@ CREATE TABLE IF NOT EXISTS requests (
   body TEXT NOT NULL,
   step_due_at TIMESTAMPTZ,
   resume BOOLEAN NOT NULL DEFAULT FALSE,
+  created_by TEXT NOT NULL DEFAULT '',
   next_at TIMESTAMPTZ GENERATED ALWAYS AS (CASE WHEN state IN ('pending','posted')
     THEN LEAST(deadline, next_reminder_at, next_escalation_at, step_due_at) END) STORED
 );
--- requests.step_due_at, resume and next_at and outbox.source came later: pg_rows.migrate adds them to
+-- requests.step_due_at, resume, next_at, created_by and outbox.source came later: pg_rows.migrate adds them to
 -- older databases first. next_at: an open request's earliest timer, kept by PostgreSQL itself (the
 -- scheduler arms from it: id + instant). resume: an open request with an escalation level or a claimed
 -- step (the scheduler loads those whole at start).
-CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_external ON requests(source, external_id) WHERE external_id IS NOT NULL;
+-- created_by: the verified creator ('' for none): an external_id is its creator's own
+DROP INDEX IF EXISTS ux_requests_external;
+CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_creator_external ON requests(source, created_by, external_id)
+  WHERE external_id IS NOT NULL;
 DROP INDEX IF EXISTS ix_requests_state;
 DROP INDEX IF EXISTS ix_requests_created;
 DROP INDEX IF EXISTS ix_requests_timed;

@@ -13,14 +13,18 @@ CREATE TABLE IF NOT EXISTS requests (
   body TEXT NOT NULL,
   step_due_at TEXT,
   resume INTEGER NOT NULL DEFAULT 0,
+  created_by TEXT NOT NULL DEFAULT '',
   next_at TEXT GENERATED ALWAYS AS (CASE WHEN state IN ('pending','posted') THEN nullif(min(
     coalesce(deadline, '9999'), coalesce(next_reminder_at, '9999'), coalesce(next_escalation_at, '9999'),
     coalesce(step_due_at, '9999')), '9999') END) VIRTUAL
 );
--- requests.step_due_at, resume and next_at and outbox.source came later: sqlite_rows.migrate adds them first.
+-- requests.step_due_at, resume, next_at, created_by and outbox.source came later: sqlite_rows.migrate adds them first.
+-- created_by: the verified creator ('' for none): an external_id is its creator's own (one index per source and creator)
 -- next_at: an open request's earliest timer, kept by SQLite itself (the scheduler arms from it, id + instant),
 -- resume: an open request with an escalation level or a claimed step (the scheduler loads those whole at start)
-CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_external ON requests(source, external_id) WHERE external_id IS NOT NULL;
+DROP INDEX IF EXISTS ux_requests_external;
+CREATE UNIQUE INDEX IF NOT EXISTS ux_requests_creator_external ON requests(source, created_by, external_id)
+  WHERE external_id IS NOT NULL;
 DROP INDEX IF EXISTS ix_requests_state;
 DROP INDEX IF EXISTS ix_requests_created;
 CREATE INDEX IF NOT EXISTS ix_requests_state_page ON requests(state, created_at, id);

@@ -320,8 +320,8 @@ class SQLiteStore(Store):
         def txn(conn: sqlite3.Connection) -> tuple[Request, bool]:
             if request.external_id is not None:
                 row = conn.execute(
-                    "SELECT body FROM requests WHERE source=? AND external_id=?",
-                    (request.source, request.external_id),
+                    "SELECT body FROM requests WHERE source=? AND created_by=? AND external_id=?",
+                    (request.source, request.created_by or "", request.external_id),
                 ).fetchone()
                 if row:
                     return load_request(row[0]), False
@@ -339,10 +339,12 @@ class SQLiteStore(Store):
 
         return await self._read(txn)
 
-    async def find_by_external_id(self, source: str, external_id: str) -> Request | None:
+    async def find_by_external_id(self, source: str, external_id: str,
+                                  created_by: str | None = None) -> Request | None:
         def txn(conn: sqlite3.Connection) -> Request | None:
             row = conn.execute(
-                "SELECT body FROM requests WHERE source=? AND external_id=?", (source, external_id)
+                "SELECT body FROM requests WHERE source=? AND created_by=? AND external_id=?",
+                (source, created_by or "", external_id),
             ).fetchone()
             return load_request(row[0]) if row else None
 
@@ -475,14 +477,14 @@ class SQLiteStore(Store):
                 [(p.request_id, p.channel, p.target, json.dumps(p.ref), int(p.ok), p.error, ts(p.at))
                  for p in posts],
             )
+            row = conn.execute("SELECT state, body FROM requests WHERE id=?", (request_id,)).fetchone()
+            if row is None or row[0] not in ("pending", "posted"):
+                return None  # closed meanwhile: the copies are kept (to be updated), no `posted` after the close
             for event in events:
                 insert_event(conn, event)
-            if not any(p.ok for p in posts):
+            if not any(p.ok for p in posts) or row[0] != "pending":
                 return None
-            row = conn.execute("SELECT body FROM requests WHERE id=? AND state='pending'", (request_id,)).fetchone()
-            if not row:
-                return None
-            request = load_request(row[0])
+            request = load_request(row[1])
             request.state = RequestState.posted
             request.updated_at = now
             write(conn, request)

@@ -15,10 +15,10 @@ from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, request_columns, ts
 
 COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
-           "next_reminder_at, next_escalation_at, step_due_at, resume, body")
+           "next_reminder_at, next_escalation_at, step_due_at, resume, created_by, body")
 INSERT_REQUEST = (f"INSERT INTO requests ({COLUMNS}) VALUES (:id, :source, :external_id, :state, :route, "
                   ":created_at, :updated_at, :deadline, :next_reminder_at, :next_escalation_at, :step_due_at, "
-                  ":resume, :body)")
+                  ":resume, :created_by, :body)")
 OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
 #: an outbox entry keeps its request's source, so /metrics counts failing ones by source from an index
 INSERT_OUTBOX = ("INSERT INTO outbox (request_id, source, state, due_at, created_at) "
@@ -61,6 +61,10 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.execute(f"UPDATE requests SET resume=1 WHERE {RESUME_SQL}")
     if columns and "next_at" not in columns:
         conn.execute(f"ALTER TABLE requests ADD COLUMN next_at TEXT GENERATED ALWAYS AS ({NEXT_AT_SQL}) VIRTUAL")
+    if columns and "created_by" not in columns:  # external ids became their creator's own
+        conn.execute("ALTER TABLE requests ADD COLUMN created_by TEXT NOT NULL DEFAULT ''")
+        conn.execute("UPDATE requests SET created_by=coalesce(json_extract(body, '$.created_by'), '') "
+                     "WHERE external_id IS NOT NULL")
     counted = conn.execute("SELECT 1 FROM sqlite_master WHERE name='request_counts'").fetchone() is not None
     columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
     if columns and "source" not in columns:

@@ -76,7 +76,7 @@ async def test_lifecycle_lines_and_metrics(tmp_path: Path, caplog: pytest.LogCap
     assert any(re.fullmatch(rf"request {a} delivered to webhook \(answered, attempt 1, \d+ ms after the answer\)",
                             line) for line in lines)
     assert f"request {b} answered by api:local via api after 0s: ok=no" in lines
-    assert f"request {c} cancelled by api:api: superseded" in lines
+    assert f"request {c} cancelled by api:local: superseded" in lines  # the verified caller, not a claim
     retry = next(line for line in lines if line.startswith(f"request {b}: delivery to webhook failed (attempt 1)"))
     assert retry.endswith(f"callback {rx.url} answered HTTP 503")  # the engine's error
     assert any(re.fullmatch(rf"request {b}: delivery to webhook failed for good after \d+ attempt\(s\) "

@@ -134,5 +134,8 @@ async def test_a_file_rewritten_forever_is_logged_once(tmp_path: Path, caplog: p
         lines = [r for r in caplog.records if str(bad) in r.getMessage()]
         assert len(lines) == 1, [r.getMessage() for r in lines]
         assert lines[0].levelno == logging.WARNING
+        # another workspace's request, copied verbatim: its request_id names that one, not this
         shutil.copy(tmp_path / "agents" / "good" / ".delta" / RUN / "interaction" / "request.json", bad)
+        await wait_for(lambda: "already names request" in source.problems.get(str(bad), ""))
+        ask(bad.parent, "req-fixed")
         await wait_for(lambda: str(bad) not in source.problems)

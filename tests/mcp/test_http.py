@@ -246,9 +246,9 @@ async def test_hostile_tool_calls_get_clear_errors_and_ask_nobody(tmp_path: Path
         unknown = await client.call_tool("no_such_tool", {})
         assert unknown.is_error
         assert await bridge.store.list_requests() == []
-        # a request asked another way is not MCP's to answer
+        # a request asked another way (even with the same token) is not MCP's to answer
         async with httpx.AsyncClient(base_url=bridge.base_url,
-                                     headers={"Authorization": f"Bearer {OPS_TOKEN}"}) as http:
+                                     headers={"Authorization": f"Bearer {AGENT_TOKEN}"}) as http:
             made = await http.post("/v1/requests", json={"title": "Deploy?", "questions": [
                 {"id": "ok", "kind": "confirm", "prompt": "Deploy?"}]})
         other = await client.call_tool("await_answer", {"request_id": made.json()["id"]})

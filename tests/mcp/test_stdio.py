@@ -95,9 +95,10 @@ async def test_every_tool_answered_through_the_api(tmp_path: Path) -> None:
         assert json.loads(text(await prompting)) == {
             "behavior": "deny", "message": "Rejected by bo (through api): use make clean"}
 
-        # a retried permission prompt (same tool use) finds its answer instead of asking again
-        again = await client.call_tool("permission_prompt", {"tool_name": "Bash", "tool_use_id": "toolu_01",
-                                                             "input": {"command": "npm test"}})
+        # a retried permission prompt (same tool use, same input) finds its answer instead of asking again
+        again = await client.call_tool("permission_prompt", {
+            "tool_name": "Bash", "tool_use_id": "toolu_01",
+            "input": {"command": "npm test", "description": "Run the tests"}})
         assert json.loads(text(again))["behavior"] == "allow"
         assert len(await bridge.store.list_requests()) == 5
 
