@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ URL_ENV = "HITL_BRIDGE_URL"
 TOKEN_ENV = "HITL_BRIDGE_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8787"
 RETRY_S = (0.2, 0.5, 1.0, 2.0, 5.0)  # backoff while the daemon does not answer
+CREATE_GIVE_UP_S = 5.0  # a request that could not even be created fails fast: nothing waits on it yet
+log = logging.getLogger("hitl_bridge_client")
 VERSION = "0.1.0"
 
 
@@ -79,12 +82,25 @@ class Retry:
 
     def delay(self, exc: httpx.TransportError) -> float:
         """How long to wait before sending again; raises when it must not be sent again."""
-        where = f"{self.call.method} {self.endpoint.base_url}{self.call.path}"
+        base = self.endpoint.base_url
+        where = f"{self.call.method} {base}{self.call.path}"
         if not self.call.resend and not isinstance(exc, (*NOT_SENT, Restarting)):
             raise BridgeUnavailable(f"{where}: the connection broke after sending ({type(exc).__name__}); "
                                     "it may have been applied: look with get()") from exc
-        if time.monotonic() - self.started > self.endpoint.unavailable_after:
+        give_up = min(self.endpoint.unavailable_after, CREATE_GIVE_UP_S) if self.call.creates \
+            else self.endpoint.unavailable_after
+        elapsed = time.monotonic() - self.started
+        if elapsed > give_up:
+            if self.call.creates:
+                raise BridgeUnavailable(
+                    f"could not create the request: no hitl-bridge daemon answers at {base} "
+                    f"({type(exc).__name__}: {exc}); start one (hitl-bridge serve) or set {URL_ENV} "
+                    "to where it runs") from exc
             raise BridgeUnavailable(f"{where}: no answer for {self.endpoint.unavailable_after:.0f} s: "
                                     f"{type(exc).__name__}: {exc}") from exc
+        if self.attempt == 0:  # say so at once, not after minutes of silence
+            log.warning("hitl-bridge-client: no hitl-bridge daemon answers at %s yet (%s); %s", base,
+                        type(exc).__name__, f"trying again for {give_up:.0f} s (is it running? {URL_ENV} "
+                        "says where it is)")
         self.attempt += 1
-        return RETRY_S[min(self.attempt - 1, len(RETRY_S) - 1)]
+        return min(RETRY_S[min(self.attempt - 1, len(RETRY_S) - 1)], max(0.05, give_up - elapsed + 0.05))
