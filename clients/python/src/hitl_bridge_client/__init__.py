@@ -41,6 +41,7 @@ from hitl_bridge_client.errors import (
     BridgeRefused,
     BridgeUnavailable,
     Conflict,
+    NotABridge,
     InvalidRequest,
     NoAnswer,
     NotFound,
@@ -53,7 +54,7 @@ from hitl_bridge_client.signing import signature_headers, standard_secret, verif
 __version__ = "0.1.0"
 __all__ = [
     "Answer", "AsyncClient", "BridgeError", "BridgeRefused", "BridgeUnavailable", "Client", "Conflict",
-    "InvalidRequest", "NoAnswer", "NotFound", "Rejected", "StillOpen", "Unauthorized", "approved", "ask",
+    "InvalidRequest", "NoAnswer", "NotABridge", "NotFound", "Rejected", "StillOpen", "Unauthorized", "approved", "ask",
     "choice", "confirm", "outcome", "request_body", "require_approval", "signature_headers", "standard_secret",
     "text", "verify_callback",
 ]

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from hitl_bridge_client.calls import Call
-from hitl_bridge_client.errors import BridgeError, BridgeUnavailable, refusal
+from hitl_bridge_client.errors import BridgeError, BridgeUnavailable, NotABridge, refusal
 
 URL_ENV = "HITL_BRIDGE_URL"
 TOKEN_ENV = "HITL_BRIDGE_TOKEN"
@@ -59,9 +59,13 @@ def result(response: httpx.Response) -> Any:
     if response.status_code in (502, 503, 504):
         raise Restarting(f"HTTP {response.status_code}")
     if response.status_code >= 400:
+        content_type = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
         try:
             detail = str(response.json().get("detail"))
         except (ValueError, AttributeError):
+            if "json" not in content_type:  # an HTML error page or the like: not the API
+                raise NotABridge(str(response.request.url.copy_with(query=None)), response.status_code,
+                                 content_type) from None
             detail = response.text[:500]
         raise refusal(response.status_code, detail)
     try:
