@@ -471,6 +471,9 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
                                            f"${{{name}:-default}}, or ${{{name}:-}} for an optional value){more}"
                               ) from None
     data = apply_env_overrides(data, env)
+    from bridge.env_routes import apply_env_routes  # SLACK_CHANNEL / TELEGRAM_CHAT_ID: the default route's targets
+
+    data = apply_env_routes(data, env)
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
