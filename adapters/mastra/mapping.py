@@ -7,16 +7,10 @@ sits on the outer step, with the inner path in `suspendPayload.__workflow_meta.p
 The question comes from the step's own resume schema when Mastra exposes one (see
 `schema.py`), so the answer has the shape the step expects. Without one, the suspend
 payload is read the way people write it: `question`/`message`/`prompt`/`reason`/`title`
-is the prompt; `options` (or `choices`, `allowedValues`: strings, or objects with
-`label`/`value`/`id`) makes a choice;
+is the prompt; `options` (strings, or objects with `label`/`value`/`id`) makes a choice;
 `fields` (names, `{name: description}` or `[{name, label}]`) makes a form; anything else is
 a text answer, sent as `{<resume_key>: value}` (a form's object as it is). Keys Mastra
 adds for itself (`__workflow_meta`, any `__…`) are never shown.
-
-Options listed in the payload are offered as a choice also when the resume schema wants
-one string, or allows anything (`z.any()`, for the whole resumeData or one property):
-then with a free-text "other" answer beside them, and the step gets the chosen value
-itself (or the typed text), not JSON to edit.
 """
 
 from __future__ import annotations
@@ -26,12 +20,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapters.mastra.schema import OTHER, AnswerPlan, Slot, allows_anything, plan_questions, resume_data
+from adapters.mastra.schema import AnswerPlan, plan_questions, resume_data
 from bridge.models import Answer, FormField, Question, QuestionKind, RequestIn, fit_json
 
 ENGINE = "mastra"
 PROMPT_KEYS = ("question", "message", "prompt", "reason", "title", "description")
-OPTION_KEYS = ("options", "choices", "allowedValues", "allowed_values")  # where payloads list their options
 MAX_PROMPT = 4000
 _FIELD_NAME = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -113,11 +106,11 @@ def read_payload(payload: Any, fallback: str) -> Shape:
     shown = visible(payload)
     data = shown if isinstance(shown, dict) else {"value": shown}
     prompt = next((t for k in PROMPT_KEYS if (t := _text(data.get(k)))), None)
-    details = {k: v for k, v in data.items() if k not in PROMPT_KEYS and k not in (*OPTION_KEYS, "fields")}
+    details = {k: v for k, v in data.items() if k not in PROMPT_KEYS and k not in ("options", "fields")}
     if prompt is None:
         prompt = fallback if not data else f"{fallback}\n{json.dumps(data, default=str)[:MAX_PROMPT]}"
     prompt = prompt[:MAX_PROMPT]
-    options = next((o for k in OPTION_KEYS if (o := _option_pairs(data.get(k)))), {})
+    options = _option_pairs(data.get("options"))
     if options:
         return Shape(QuestionKind.choice, prompt, options=options, details=details)
     fields = _form_fields(data.get("fields"))
@@ -217,22 +210,17 @@ class StepInfo:
 def step_to_request(step: SuspendedStep, info: StepInfo | None, resume_key: str) -> tuple[RequestIn, dict[str, Any]]:
     """The request for a waiting step and the plan that turns its answer into resumeData."""
     shape = read_payload(step.payload, f"Workflow {step.workflow} is waiting at step {step.name}")
-    schema = info.schema if info else None
-    planned = plan_questions(schema, shape.prompt)
-    if planned is None and shape.options and allows_anything(schema):  # z.any(): the value itself
-        edit = Question(id="answer", kind=QuestionKind.edit, prompt=shape.prompt, help_text="JSON")
-        planned = [edit], AnswerPlan([Slot("answer", None, "any")])
+    planned = plan_questions(info.schema if info else None, shape.prompt)
     if planned is not None:
         questions, plan = planned
-        if len(questions) == 1 and plan.slots[0].type in ("string", "any") and shape.options:
+        if len(questions) == 1 and plan.slots[0].type == "string" and shape.options:
             questions, plan = _offer_payload_options(questions[0], plan, shape)
         plan_ref = plan.as_ref()
     else:
         questions = [shape_to_question(shape)]
         plan_ref = {"mode": "payload", "kind": str(shape.kind), "options": shape.options, "key": resume_key}
     description = [info.description] if info and info.description else []
-    typed = {s.get("other") for s in plan_ref.get("slots", [])} - {None}  # a choice's "other": not its own question
-    if len([q for q in questions if q.id not in typed]) > 1:
+    if len(questions) > 1:
         description.append(shape.prompt)
     request = RequestIn(
         external_id=step.external_id,
@@ -257,20 +245,11 @@ def step_to_request(step: SuspendedStep, info: StepInfo | None, resume_key: str)
 
 
 def _offer_payload_options(question: Question, plan: AnswerPlan, shape: Shape) -> tuple[list[Question], AnswerPlan]:
-    """A step that wants one string, or anything, and whose payload lists options: show them
-    as a choice; when it takes anything, a typed answer too (see `schema.OTHER`)."""
+    """A step that wants one string and whose payload lists options: show them as a choice."""
     slot = plan.slots[0]
-    free = slot.type == "any"
     slot.type, slot.values = "enum", shape.options
-    options = list(shape.options)
-    if not free or len(options) >= 100 or OTHER in options:
-        choice = question.model_copy(update={"kind": QuestionKind.choice, "options": options, "help_text": ""})
-        return [choice], plan
-    slot.other = f"{question.id}_other"
-    choice = question.model_copy(update={"kind": QuestionKind.choice, "options": [*options, OTHER], "help_text": ""})
-    typed = Question(id=slot.other, kind=QuestionKind.text, prompt=f"Other answer (with {OTHER!r})", required=False,
-                     help_text="Typed text is sent instead of the choice.")
-    return [choice, typed], plan
+    choice = question.model_copy(update={"kind": QuestionKind.choice, "options": list(shape.options)})
+    return [choice], plan
 
 
 # -- the answer -----------------------------------------------------------------------------
