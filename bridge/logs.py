@@ -102,18 +102,22 @@ def configure_logging(level: str = "INFO", fmt: LogFormat = "text", *, stream: T
     setattr(handler, _INSTALLED_MARK, True)
     handler.setFormatter(_json_formatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     handler.addFilter(RepeatLimiter(repeat_window_s))
-    root.addHandler(handler)
     root.setLevel(level.upper())
+    if root.level > logging.DEBUG:  # -vv (DEBUG): the libraries' lines too
+        handler.addFilter(OwnInfoOnly())
+    root.addHandler(handler)
     if root.level <= logging.DEBUG:
-        for name in OWN_LOGGERS:
-            logging.getLogger(name).setLevel(logging.NOTSET)
-        return handler  # asked for everything: the libraries' lines too
-    wanted = root.level
-    root.setLevel(max(wanted, logging.WARNING))  # any library not named anywhere: WARNING
-    for name in OWN_LOGGERS:
-        logging.getLogger(name).setLevel(wanted)
+        return handler
     for name in QUIET_LIBRARIES:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET or logger.level < logging.WARNING:
             logger.setLevel(logging.WARNING)
     return handler
+
+
+class OwnInfoOnly(logging.Filter):
+    """Below WARNING, only our own loggers' lines pass: any library's INFO line (a retry while
+    Slack is unreachable, a connection opened) is not for operators."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.split(".", 1)[0] in OWN_LOGGERS
