@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from hitl_bridge_client._version import __version__
 from hitl_bridge_client.calls import Call
 from hitl_bridge_client.errors import BridgeError, BridgeUnavailable, NotABridge, refusal
 
@@ -19,7 +20,7 @@ DEFAULT_URL = "http://127.0.0.1:8787"
 RETRY_S = (0.2, 0.5, 1.0, 2.0, 5.0)  # backoff while the daemon does not answer
 CREATE_GIVE_UP_S = 5.0  # a request that could not even be created fails fast: nothing waits on it yet
 log = logging.getLogger("hitl_bridge_client")
-VERSION = "0.1.0"
+VERSION = __version__
 
 
 class Restarting(httpx.TransportError):
