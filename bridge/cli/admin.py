@@ -104,7 +104,10 @@ def check_config(cli: Cli, file: str | None, as_json: bool) -> int:
     except ConfigError as exc:
         if not as_json:
             raise config_failure(exc) from None
-        click.echo(json.dumps({"ok": False, "file": exc.file, "key": exc.key, "error": exc.reason}, indent=2))
+        problems = getattr(exc, "problems", None) or [(None, exc.key, exc.reason)]
+        click.echo(json.dumps({"ok": False, "file": exc.file, "key": exc.key, "error": exc.reason,
+                               "problems": [{"line": line, "key": key, "error": reason}
+                                            for line, key, reason in problems]}, indent=2))
         return USAGE
     click.echo(json.dumps({"ok": True, "summary": summary}, indent=2) if as_json else summary)
     return 0
