@@ -4,13 +4,18 @@ error naming the URL and HITL_BRIDGE_URL, instead of waiting silently for 300 s.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
+import httpx
 import pytest
 from hitl_bridge_client import AsyncClient, BridgeUnavailable
+
+from tests.harness import make_settings, running_bridge, wait_for
 
 SCRIPT = """
 import sys
@@ -46,3 +51,18 @@ async def test_the_async_client_fails_fast_too(caplog: pytest.LogCaptureFixture)
         await AsyncClient(url).ask("Deploy?")
     assert url in str(raised.value)
     assert [r.levelname for r in caplog.records if "no hitl-bridge daemon answers" in r.getMessage()] == ["WARNING"]
+
+
+async def test_a_caller_that_asks_for_it_waits_to_create(tmp_path: Path) -> None:
+    """`hitl-bridge mcp --give-up-after` keeps its meaning: its client waits to create too."""
+    url = free_url()
+    client = AsyncClient(url, unavailable_after=60, create_unavailable_after=60)
+    asking = asyncio.create_task(client.ask("Deploy once it is up?"))
+    settings = make_settings(tmp_path, {"http": {"listen": url.removeprefix("http://")}})
+    async with running_bridge(tmp_path, settings=settings) as bridge:
+        posted = await wait_for(lambda: bridge.store.list_requests(), 30)
+        async with httpx.AsyncClient(base_url=bridge.base_url) as http:
+            answered = await http.post(f"/v1/requests/{posted[0].id}/answer", json={"value": "yes"})
+            assert answered.status_code == 200, answered.text
+        assert (await asking).value == "yes"
+    await client.aclose()

@@ -38,9 +38,12 @@ class Endpoint:
     base_url: str
     headers: dict[str, str] = field(default_factory=dict)
     unavailable_after: float = 300.0
+    #: creating a request: give up sooner (nothing waits on it yet); at most `unavailable_after`
+    create_unavailable_after: float = CREATE_GIVE_UP_S
 
     @classmethod
-    def resolve(cls, base_url: str | None, token: str | None, unavailable_after: float) -> Endpoint:
+    def resolve(cls, base_url: str | None, token: str | None, unavailable_after: float,
+                create_unavailable_after: float = CREATE_GIVE_UP_S) -> Endpoint:
         """Arguments first, then HITL_BRIDGE_URL / HITL_BRIDGE_TOKEN, then the local daemon."""
         url = (base_url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
         if not url.startswith(("http://", "https://")):
@@ -49,7 +52,7 @@ class Endpoint:
         headers = {"User-Agent": f"hitl-bridge-client/{VERSION}"}
         if token:
             headers["Authorization"] = f"Bearer {token}"
-        return cls(url, headers, unavailable_after)
+        return cls(url, headers, unavailable_after, create_unavailable_after)
 
     def __repr__(self) -> str:  # never show the token
         return f"Endpoint({self.base_url!r}, unavailable_after={self.unavailable_after})"
@@ -92,8 +95,8 @@ class Retry:
         if not self.call.resend and not isinstance(exc, (*NOT_SENT, Restarting)):
             raise BridgeUnavailable(f"{where}: the connection broke after sending ({type(exc).__name__}); "
                                     "it may have been applied: look with get()") from exc
-        give_up = min(self.endpoint.unavailable_after, CREATE_GIVE_UP_S) if self.call.creates \
-            else self.endpoint.unavailable_after
+        give_up = min(self.endpoint.unavailable_after, self.endpoint.create_unavailable_after) \
+            if self.call.creates else self.endpoint.unavailable_after
         elapsed = time.monotonic() - self.started
         if elapsed > give_up:
             if self.call.creates:
