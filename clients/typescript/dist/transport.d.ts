@@ -10,6 +10,8 @@ export interface ClientOptions {
     token?: string;
     /** how long calls are retried while the daemon does not answer (a restart); default 300 s */
     unavailableAfterMs?: number;
+    /** creating a request gives up sooner: no daemon at all is said at once; default 5 s */
+    createUnavailableAfterMs?: number;
     /** another fetch (a proxy agent, tests); default: the global one */
     fetch?: typeof fetch;
 }
@@ -28,6 +30,7 @@ export declare class Endpoint {
     #private;
     readonly baseUrl: string;
     readonly unavailableAfterMs: number;
+    readonly createUnavailableAfterMs: number;
     constructor(options?: ClientOptions);
     /** Send `call`, riding out a daemon restart for `unavailableAfterMs`; its JSON result. */
     send<T>(call: Call): Promise<T>;

@@ -31,6 +31,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 export class Endpoint {
     baseUrl;
     unavailableAfterMs;
+    createUnavailableAfterMs;
     #headers;
     #fetch;
     constructor(options = {}) {
@@ -39,6 +40,7 @@ export class Endpoint {
             throw new TypeError(`the bridge URL must start with http:// or https://, got ${url}`);
         this.baseUrl = url;
         this.unavailableAfterMs = options.unavailableAfterMs ?? 300_000;
+        this.createUnavailableAfterMs = options.createUnavailableAfterMs ?? CREATE_GIVE_UP_MS;
         const token = options.token ?? env(TOKEN_ENV);
         this.#headers = { "content-type": "application/json", "user-agent": `hitl-bridge-client-js/${VERSION}` };
         if (token)
@@ -48,7 +50,8 @@ export class Endpoint {
     /** Send `call`, riding out a daemon restart for `unavailableAfterMs`; its JSON result. */
     async send(call) {
         const started = Date.now();
-        const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, CREATE_GIVE_UP_MS) : this.unavailableAfterMs;
+        const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, this.createUnavailableAfterMs)
+            : this.unavailableAfterMs;
         for (let attempt = 0;; attempt++) {
             try {
                 return (await this.#once(call));
@@ -113,7 +116,8 @@ export class Endpoint {
     }
     /** Never show the token. */
     toJSON() {
-        return { baseUrl: this.baseUrl, unavailableAfterMs: this.unavailableAfterMs };
+        return { baseUrl: this.baseUrl, unavailableAfterMs: this.unavailableAfterMs,
+            createUnavailableAfterMs: this.createUnavailableAfterMs };
     }
 }
 function describe(error) {

@@ -18,6 +18,8 @@ export interface ClientOptions {
   token?: string;
   /** how long calls are retried while the daemon does not answer (a restart); default 300 s */
   unavailableAfterMs?: number;
+  /** creating a request gives up sooner: no daemon at all is said at once; default 5 s */
+  createUnavailableAfterMs?: number;
   /** another fetch (a proxy agent, tests); default: the global one */
   fetch?: typeof fetch;
 }
@@ -60,6 +62,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export class Endpoint {
   readonly baseUrl: string;
   readonly unavailableAfterMs: number;
+  readonly createUnavailableAfterMs: number;
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
 
@@ -68,6 +71,7 @@ export class Endpoint {
     if (!/^https?:\/\//.test(url)) throw new TypeError(`the bridge URL must start with http:// or https://, got ${url}`);
     this.baseUrl = url;
     this.unavailableAfterMs = options.unavailableAfterMs ?? 300_000;
+    this.createUnavailableAfterMs = options.createUnavailableAfterMs ?? CREATE_GIVE_UP_MS;
     const token = options.token ?? env(TOKEN_ENV);
     this.#headers = { "content-type": "application/json", "user-agent": `hitl-bridge-client-js/${VERSION}` };
     if (token) this.#headers["authorization"] = `Bearer ${token}`;
@@ -77,7 +81,8 @@ export class Endpoint {
   /** Send `call`, riding out a daemon restart for `unavailableAfterMs`; its JSON result. */
   async send<T>(call: Call): Promise<T> {
     const started = Date.now();
-    const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, CREATE_GIVE_UP_MS) : this.unavailableAfterMs;
+    const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, this.createUnavailableAfterMs)
+      : this.unavailableAfterMs;
     for (let attempt = 0; ; attempt++) {
       try {
         return (await this.#once(call)) as T;
@@ -139,7 +144,8 @@ export class Endpoint {
 
   /** Never show the token. */
   toJSON(): object {
-    return { baseUrl: this.baseUrl, unavailableAfterMs: this.unavailableAfterMs };
+    return { baseUrl: this.baseUrl, unavailableAfterMs: this.unavailableAfterMs,
+      createUnavailableAfterMs: this.createUnavailableAfterMs };
   }
 }
 

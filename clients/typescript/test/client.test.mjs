@@ -170,6 +170,19 @@ describe("no daemon", () => {
     assert.match(stdout, /^BridgeUnavailable: could not create the request/);
     assert.ok(stdout.includes(url) && stdout.includes("HITL_BRIDGE_URL"), stdout);
   });
+
+  test("a caller that asks for it (createUnavailableAfterMs) waits for the daemon to create", async () => {
+    const port = await freePort();
+    const mine = new Client({ baseUrl: `http://127.0.0.1:${port}`, createUnavailableAfterMs: 60_000 });
+    const asking = mine.ask("Once it is up?");
+    const own = await startDaemon({ port });
+    try {
+      await answerNext(own.url, { value: "yes" }, { title: "Once it is up?" });
+      assert.equal((await asking).value, "yes");
+    } finally {
+      await own.stop();
+    }
+  });
 });
 
 describe("callbacks", () => {
