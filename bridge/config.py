@@ -25,7 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from bridge.config_yaml import YamlLimit, load_bounded, read_bounded
+from bridge.config_errors import load_yaml, validation_problems
+from bridge.config_yaml import YamlLimit, read_bounded
 from bridge.durations import parse_duration
 from bridge.errors import ConfigError
 from bridge.people import People, PeopleError
@@ -471,6 +472,7 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
     env = dict(os.environ) if env is None else env
     file = find_config_file(path, env)
     origin = str(file) if file else EMBEDDED
+    text: str | None = None
     if file is None:
         data = embedded_defaults(env)
     else:
@@ -482,12 +484,7 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
             raise ConfigError(origin, "", str(exc)) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(origin, "", f"cannot read: {exc}") from None
-        try:
-            loaded = load_bounded(text)
-        except YamlLimit as exc:
-            raise ConfigError(origin, "", f"refused: {exc}") from None
-        except yaml.YAMLError as exc:
-            raise ConfigError(origin, "", f"not valid YAML: {exc}") from None
+        loaded = load_yaml(text, origin)  # bounded; a syntax error names the file and the line
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
@@ -502,19 +499,13 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
                                            f"${{{name}:-default}}, or ${{{name}:-}} for an optional value){more}"
                               ) from None
     data = apply_env_overrides(data, env)
+    from bridge.env_routes import apply_env_routes  # SLACK_CHANNEL / TELEGRAM_CHAT_ID: the default route's targets
+
+    data = apply_env_routes(data, env)
     try:
         settings = Settings.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"])
-        key = key.replace(".[", "[")
-        reason = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            reason = "unknown key (check the spelling; see config/ for examples)"
-        named = _KEYED_REASON.match(reason) if not key else None
-        if named:  # a whole-config check that names the key it is about
-            key, reason = named.group(1), named.group(2)
-        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-        raise ConfigError(origin, key, reason + more) from None
+    except ValidationError as exc:  # every problem, each with its line and a did-you-mean
+        raise validation_problems(exc, origin, text if file is not None else None, Settings,
+                                  _KEYED_REASON) from None
     settings.origin = origin
     return settings

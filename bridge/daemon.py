@@ -28,7 +28,7 @@ from bridge.http.connections import (
 )
 from bridge.outbox import Outbox
 from bridge.ports import Channel, Clock, Source
-from bridge.preflight import check_targets, switched_off
+from bridge.preflight import check_targets, switched_off, unreached_channels
 from bridge.registry import build_channels, build_sources
 from bridge.reload import NoRules, read_new_config
 from bridge.retention import Retention
@@ -104,6 +104,8 @@ class Daemon:
         check_targets(self.settings, self.channels)  # a target nobody shows is a config error
         for note in switched_off(self.settings):
             log.warning("%s (set it, or remove the section)", note)
+        for note in unreached_channels(self.settings, self.channels):
+            log.warning("%s", note)
         router = Router(self.settings.routes, self.settings.default_route)
         self.service = BridgeService(
             self.store, router, SecretBox(self.settings.secrets.key), self.clock,

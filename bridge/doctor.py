@@ -28,7 +28,7 @@ from bridge.durations import format_duration
 from bridge.errors import ConfigError
 from bridge.models import utcnow
 from bridge.ports import Channel, Source
-from bridge.preflight import route_targets, switched_off, target_errors
+from bridge.preflight import route_targets, switched_off, target_errors, unreached_channels
 from bridge.store import Store, open_store_from_url, redact_url
 
 Status = Literal["ok", "warn", "fail", "info"]
@@ -173,6 +173,7 @@ async def _parts(settings: Settings, store: Store) -> list[Finding]:
     findings = [ok("channels", ", ".join(c.name for c in channels) or "none"),
                 ok("sources", ", ".join(s.name for s in sources) or "none")]
     findings += [warn("channels", note, "set it, or remove the section") for note in switched_off(settings)]
+    findings += [warn("channels", note) for note in unreached_channels(settings, channels)]
     errors = target_errors(settings, channels)
     findings += [fail(e.target, f"{e.problem}, named in {e.key}", e.fix) for e in errors]
     if not errors:

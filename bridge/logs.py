@@ -21,6 +21,9 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: libraries whose INFO lines are noise for an operator (one per HTTP call, per scheduler tick)
 QUIET_LIBRARIES = ("httpx", "httpcore", "apscheduler", "aiosqlite", "asyncio", "slack_bolt", "telegram.ext",
                    "hpack", "watchfiles", "mcp", "aiosmtplib", "aiosmtpd", "mail.log")
+#: our own loggers keep the configured level; every other library logs WARNING and above only
+#: (an INFO line from a library, e.g. a retry when Slack is unreachable, is not for operators)
+OWN_LOGGERS = ("hitl_bridge", "bridge", "adapters")
 _INSTALLED_MARK = "_hitl_bridge_handler"
 
 
@@ -89,8 +92,9 @@ def _json_formatter() -> logging.Formatter:
 def configure_logging(level: str = "INFO", fmt: LogFormat = "text", *, stream: TextIO | None = None,
                       repeat_window_s: float = 60.0) -> logging.Handler:
     """Install one handler on the root logger (replacing an earlier one of ours): `text` or
-    `json` lines, identical warnings held back per `repeat_window_s`, noisy libraries at
-    WARNING. Returns the handler (tests read what it wrote)."""
+    `json` lines, identical warnings held back per `repeat_window_s`, our loggers at `level`
+    and every library at WARNING (unless `level` is DEBUG). Returns the handler (tests read
+    what it wrote)."""
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, _INSTALLED_MARK, False)]:
         root.removeHandler(old)
@@ -98,12 +102,22 @@ def configure_logging(level: str = "INFO", fmt: LogFormat = "text", *, stream: T
     setattr(handler, _INSTALLED_MARK, True)
     handler.setFormatter(_json_formatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     handler.addFilter(RepeatLimiter(repeat_window_s))
-    root.addHandler(handler)
     root.setLevel(level.upper())
+    if root.level > logging.DEBUG:  # -vv (DEBUG): the libraries' lines too
+        handler.addFilter(OwnInfoOnly())
+    root.addHandler(handler)
     if root.level <= logging.DEBUG:
-        return handler  # asked for everything: the libraries' lines too
+        return handler
     for name in QUIET_LIBRARIES:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET or logger.level < logging.WARNING:
             logger.setLevel(logging.WARNING)
     return handler
+
+
+class OwnInfoOnly(logging.Filter):
+    """Below WARNING, only our own loggers' lines pass: any library's INFO line (a retry while
+    Slack is unreachable, a connection opened) is not for operators."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.name.split(".", 1)[0] in OWN_LOGGERS

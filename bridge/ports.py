@@ -167,6 +167,16 @@ class Clock(Protocol):
     def now(self) -> datetime: ...
 
 
+def source_trouble(source: object) -> tuple[str, str] | None:
+    """(summary, fix) while a source is degraded as a whole (a Delta root that does not exist,
+    workspaces that do not answer), for sources that say so with a `trouble` property; the
+    health probe of `source:<name>` reports it, so /readyz, /metrics and doctor agree."""
+    found = getattr(source, "trouble", None)
+    if isinstance(found, tuple) and len(found) == 2:
+        return str(found[0]), str(found[1])
+    return None
+
+
 def source_problems(source: object) -> dict[str, str]:
     """What keeps a source from showing some of its engine's requests right now (where →
     why), for sources that report it with a `problems` mapping (Delta mailboxes that

@@ -96,6 +96,28 @@ def switched_off(settings: Settings) -> list[str]:
             if isinstance(getattr(settings, name), dict) and not getattr(settings, name).get("bot_token")]
 
 
+#: the environment variable that gives a chat channel a target on the default route (bridge.env_routes)
+TARGET_ENV = {"slack": "SLACK_CHANNEL", "telegram": "TELEGRAM_CHAT_ID"}
+
+
+def unreached_channels(settings: Settings, channels: Sequence[Channel]) -> list[str]:
+    """Chat channels that are on (a bot token) but that no route ever notifies: nothing would
+    ever be sent there. Not an error (people may still answer there), but said at start and by
+    doctor, with the fix."""
+    targets: list[str] = []
+    for _key, target in route_targets(settings):
+        reached = settings.directory.targets_of(target)  # person:/group: → their handles
+        targets += [target] if reached is None else list(reached)
+    notes = []
+    for channel in channels:
+        if channel.name not in ("slack", "telegram", "email") or any(channel.owns(t) for t in targets):
+            continue
+        env = TARGET_ENV.get(channel.name)
+        fix = f"set {env} or add a route" if env else "add a route"
+        notes.append(f"{channel.name} is on but no route notifies it: {fix}")
+    return notes
+
+
 def check_config(settings: Settings) -> str:
     """Everything `serve` checks before it starts, without opening the store or calling
     any platform: sections, adapters, targets. Returns a one-line summary; raises the

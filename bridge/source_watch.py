@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from bridge.health import Check, Health, Status
-from bridge.ports import RequestSink, Source, source_problems
+from bridge.ports import RequestSink, Source, source_problems, source_trouble
 
 log = logging.getLogger("hitl_bridge")
 
@@ -94,6 +94,9 @@ class SourceWatch:
             return Check(self.component, Status.degraded,
                          f"its run loop crashed ({self.last_error}); restarting in {self.restart_in:.0f}s",
                          "read the traceback in the log")
+        trouble = source_trouble(self.source)  # the source's own word (a missing root): never "running" over it
+        if trouble is not None:
+            return Check(self.component, Status.degraded, *trouble)
         problems = source_problems(self.source)
         if problems:
             where, why = next(iter(problems.items()))

@@ -266,13 +266,19 @@ class DeltaSource:
         health: Health | None = getattr(self._sink, "health", None)
         return health
 
+    @property
+    def trouble(self) -> tuple[str, str] | None:
+        """(summary, fix) while a root's fixed folder is missing or a workspace does not answer;
+        the source watch's probe reports the same, so every reader of the health agrees."""
+        return health_summary(self._missing, sorted(self.guard.stalled))
+
     def _report_health(self) -> None:
         """`source:<name>` is degraded while a root's fixed folder is missing or a workspace
         does not answer (the registry logs each change once)."""
         health = self.health
         if health is None:
             return
-        trouble = health_summary(self._missing, sorted(self.guard.stalled))
+        trouble = self.trouble
         if trouble is None:
             health.ok(self.component)
         else:

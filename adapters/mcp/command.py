@@ -72,7 +72,9 @@ async def cmd_mcp(args: argparse.Namespace, _settings: object = None) -> int:
     try:
         settings = settings_from(args)
         give_up_after = parse_duration(args.give_up_after).total_seconds()
-        client = AsyncClient(args.url, token=args.token, unavailable_after=give_up_after)
+        # a tool call waits for the bridge for --give-up-after, creating its request too
+        client = AsyncClient(args.url, token=args.token, unavailable_after=give_up_after,
+                             create_unavailable_after=give_up_after)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])

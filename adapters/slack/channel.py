@@ -47,6 +47,7 @@ from adapters.slack.payloads import payload_problem
 from adapters.slack.settings import SlackSettings
 from adapters.slack.targets import BadTarget, SlackTarget, parse_target
 from adapters.slack.text import slack_date
+from bridge.http.body_limit import too_large
 from bridge.models import Request, Responder, utcnow
 from bridge.ports import BridgeAPI, PostResult
 
@@ -185,12 +186,12 @@ class SlackChannel:
         limit = self.settings.max_body_bytes
         declared = request.headers.get("content-length", "0")
         if not declared.isdigit() or int(declared) > limit:
-            return PlainTextResponse("body too large", status_code=413)
+            return too_large(limit, "slack.max_body_bytes")
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > limit:
-                return PlainTextResponse("body too large", status_code=413)
+                return too_large(limit, "slack.max_body_bytes")
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:

@@ -43,8 +43,9 @@ class SlackSettings(BaseModel):
         if app_token and not app_token.startswith("xapp-"):
             raise ValueError("app_token must be an app-level token (xapp-…) for Socket Mode")
         if not app_token and not self.signing_secret.get_secret_value():
-            raise ValueError("signing_secret is needed to check /slack/events "
-                             "(or set app_token for Socket Mode)")
+            raise ValueError("Slack needs slack.signing_secret (env SLACK_SIGNING_SECRET) to check "
+                             "/slack/events in HTTP mode, or slack.app_token (env SLACK_APP_TOKEN, xapp-…) for "
+                             "Socket Mode")
         return self
 
     @property

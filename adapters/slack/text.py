@@ -48,10 +48,10 @@ def clock(at: datetime, since: datetime | None = None) -> str:
 
 
 def slack_date(at: datetime) -> str:
-    """A Slack date token: shown in each reader's time zone, with a UTC fallback."""
-    epoch = int(at.timestamp())
-    fallback = at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{epoch}^{{date_short_pretty}} {{time}}|{fallback}>"
+    """A deadline as every human-facing place shows times: 24-hour, with the zone (UTC). Not a
+    Slack date token: Slack renders those as "09:26 PM" for many readers, beside "21:26 UTC"
+    elsewhere in the same message."""
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def who(responder: Responder) -> str:

@@ -33,6 +33,7 @@ from adapters.telegram.limits import FloodLimiter, install_log_redaction, remove
 from adapters.telegram.render import closed_text, esc, request_text
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.state import ChannelState, Prompt, TokenRecord
+from bridge.http.body_limit import too_large
 from bridge.models import Question, QuestionKind, Request, Responder
 from bridge.ports import PostResult
 from bridge.timing_view import timing_notes
@@ -516,7 +517,7 @@ class TelegramChannel:
             return JSONResponse({"error": "wrong or missing secret token"}, status_code=403)
         body = await request.body()
         if len(body) > MAX_UPDATE_BYTES:
-            return JSONResponse({"error": "update too large"}, status_code=413)
+            return too_large(MAX_UPDATE_BYTES, "none: Telegram's own limit on one update")
         try:
             data = json.loads(body)
             if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 
 import click
 
@@ -16,18 +17,27 @@ from bridge.http.listen import port_taken
 @click.command(short_help="Run the daemon (web inbox, HTTP API, sources, channels).",
                epilog=codes("stopped (Ctrl-C, SIGTERM)", "could not start (the port is taken, the store will not open)",
                             "config error", remote=False, interrupt=False))
+@click.option("--listen", metavar="HOST:PORT",
+              help="Where the web inbox and HTTP API listen (default: http.listen, 127.0.0.1:8787).")
 @config_option
 @click.pass_obj
-def serve(cli: Cli) -> int:
+def serve(cli: Cli, listen: str | None) -> int:
     """Run the daemon: sources, channels, the web inbox and the HTTP API on http.listen
     (127.0.0.1:8787 by default), until Ctrl-C or SIGTERM; SIGHUP reloads the config. With no
     config file it runs on embedded defaults (SQLite in ./.hitl-bridge/)."""
-    from bridge.config import EMBEDDED
+    from bridge.config import EMBEDDED, ENV_PREFIX, HttpSettings
     from bridge.daemon import Daemon
     from bridge.errors import ConfigError
     from bridge.eventloop import loop_factory, run
     from bridge.logs import configure_logging
 
+    if listen is not None:
+        try:
+            HttpSettings.model_validate({"listen": listen})  # the same check the config file gets
+        except ValueError:
+            raise Failed(f"--listen: expected HOST:PORT such as 127.0.0.1:8788, got {listen!r}", USAGE) from None
+        # as an env override: it wins over every config file, and a reload (SIGHUP) keeps it
+        os.environ[f"{ENV_PREFIX}HTTP__LISTEN"] = json.dumps(listen)  # read as YAML: quoted, a string
     settings = cli.settings()
     try:
         _name, factory = loop_factory()
@@ -38,13 +48,18 @@ def serve(cli: Cli) -> int:
     if taken:
         raise Failed(f"cannot listen on {settings.http.listen}: {taken}. Is another hitl-bridge (or `demo`) "
                      "running there? Stop it, or set another http.listen.", REFUSED)
-    daemon = Daemon(settings, embedded=settings.origin == EMBEDDED)
-    if settings.origin == EMBEDDED:  # a log line, not a print: JSON logs stay JSON
-        logging.getLogger("hitl_bridge").info(
-            "no config file, running on embedded defaults (store %s, web inbox at http://%s/inbox)",
-            settings.store.url, settings.http.listen)
+    from bridge.store.sqlite_lock import StoreInUse, one_daemon_per_store
+
     try:
-        run(daemon.run_forever(), factory)
+        with one_daemon_per_store(settings.store.url, settings.http.listen):  # one serve per SQLite file
+            daemon = Daemon(settings, embedded=settings.origin == EMBEDDED)
+            if settings.origin == EMBEDDED:  # a log line, not a print: JSON logs stay JSON
+                logging.getLogger("hitl_bridge").info(
+                    "no config file, running on embedded defaults (store %s, web inbox at http://%s/inbox)",
+                    settings.store.url, settings.http.listen)
+            run(daemon.run_forever(), factory)
+    except StoreInUse as exc:
+        raise Failed(f"hitl-bridge could not start: {exc}", REFUSED) from None
     except ConfigError as exc:
         raise config_failure(exc) from None
     except OSError as exc:  # the port taken since the check, a store that will not open...
@@ -96,7 +111,10 @@ def check_config(cli: Cli, file: str | None, allow_empty: bool, as_json: bool) -
     except ConfigError as exc:
         if not as_json:
             raise config_failure(exc) from None
-        click.echo(json.dumps({"ok": False, "file": exc.file, "key": exc.key, "error": exc.reason}, indent=2))
+        problems = getattr(exc, "problems", None) or [(None, exc.key, exc.reason)]
+        click.echo(json.dumps({"ok": False, "file": exc.file, "key": exc.key, "error": exc.reason,
+                               "problems": [{"line": line, "key": key, "error": reason}
+                                            for line, key, reason in problems]}, indent=2))
         return USAGE
     click.echo(json.dumps({"ok": True, "summary": summary}, indent=2) if as_json else summary)
     return 0

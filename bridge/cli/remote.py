@@ -83,8 +83,11 @@ def connect(address: DaemonAddress) -> Client:
 
 def failure(exc: BridgeError, address: DaemonAddress) -> Failed:
     """The one-line message and exit code for an error the client raised."""
-    from hitl_bridge_client import BridgeRefused, BridgeUnavailable, NotFound, Unauthorized
+    from hitl_bridge_client import BridgeRefused, BridgeUnavailable, NotABridge, NotFound, Unauthorized
 
+    if isinstance(exc, NotABridge):  # an HTML page where the API should be: one line, not the page
+        return Failed(f"{address.url}: this is not a hitl-bridge daemon (got {exc.status} {exc.content_type})",
+                      UNREACHABLE)
     if isinstance(exc, Unauthorized) and exc.status == 401:
         how = "the token was refused" if address.token else "it wants a token"
         return Failed(f"the daemon at {address.url} answered 401: {how}. Pass --token or set {TOKEN_ENV} "

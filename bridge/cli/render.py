@@ -207,7 +207,7 @@ def status(view: View, events: list[dict[str, Any]] | None, now: datetime | None
         out.append(f"{INDENT}timeline")
         for event in events:
             at = parse_time(event.get("at"))
-            stamp = at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if at else "?"
+            stamp = at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if at else "?"
             detail = ", ".join(f"{safe.line(k)}={safe.line(v if isinstance(v, str) else json.dumps(v))}"
                                for k, v in (event.get("data") or {}).items() if v not in (None, "", [], {}))
             out.append(f"{INDENT * 2}{stamp}  {safe.line(event.get('kind')):<16} "

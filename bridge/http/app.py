@@ -6,13 +6,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from bridge.config import Settings
 from bridge.http import api, long_poll
+from bridge.http.body_limit import BodyLimit, too_large
 from bridge.http.docs import install_docs
 from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
@@ -66,7 +70,6 @@ def create_app(
         title="hitl-bridge",
         version="0.1.0",
         description="Lets paused AI agent runs get answers from people.",
-        max_body_size=settings.http.max_body_bytes,  # 413 for every route, streamed bodies too
         docs_url=None, redoc_url=None,  # served by install_docs: offline, from a pinned package
     )
     install_docs(app)
@@ -79,6 +82,7 @@ def create_app(
     app.router.routes[0:0] = [r for r in extra_routes if isinstance(r, FirstRoute)]
     app.router.routes.extend(r for r in extra_routes if not isinstance(r, FirstRoute))
     app.add_middleware(RequestGuard, settings=settings)  # Host, cross-site writes, throttles, docs
+    app.add_middleware(BodyLimit, limit=settings.http.max_body_bytes)  # 413 for every route, streamed bodies too
 
     build_openapi = app.openapi
 
@@ -98,11 +102,21 @@ def create_app(
                      "errors": [{"loc": e.get("loc"), "msg": e.get("msg")} for e in errors[:20]]},
         )
 
+    @app.exception_handler(HTTPException)
+    async def on_http_error(request: Request, exc: HTTPException) -> Response:
+        if exc.status_code == 413:  # a streamed body over the limit: the same answer as a declared one
+            return too_large(settings.http.max_body_bytes)
+        return await http_exception_handler(request, exc)
+
     @app.exception_handler(StoreError)
     async def on_store_fault(_request: Request, exc: StoreError) -> JSONResponse:
         # "store full: …" / "store unavailable: …": the caller may retry; the operator sees the
         # fault once in the log and in /readyz (the store reported it), never a traceback per request
         return JSONResponse(status_code=503, content={"detail": str(exc)}, headers={"Retry-After": "30"})
+
+    @app.get("/", include_in_schema=False)
+    async def home() -> RedirectResponse:  # a person opening the daemon's address finds the inbox
+        return RedirectResponse("/inbox", status_code=307)
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, str]:

@@ -37,7 +37,11 @@ def test_one_version_everywhere_and_the_daemon_pins_it() -> None:
     import hitl_bridge_client
     from hitl_bridge_client import transport
 
-    version = tomllib.loads((ROOT / "clients/python/pyproject.toml").read_text())["project"]["version"]
+    project = tomllib.loads((ROOT / "clients/python/pyproject.toml").read_text())
+    assert project["project"]["dynamic"] == ["version"] and "version" not in project["project"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "hitl_bridge_client._version.__version__"}
+    version = re.search(r'__version__ = "([^"]+)"',
+                        (ROOT / "clients/python/src/hitl_bridge_client/_version.py").read_text()).group(1)  # type: ignore[union-attr]
     daemon = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert f"hitl-bridge-client=={version}" in daemon, "pin the daemon to the client version it ships with"
     assert hitl_bridge_client.__version__ == transport.VERSION == version

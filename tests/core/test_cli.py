@@ -97,7 +97,7 @@ def test_cli_bad_config_exits_2_with_key(tmp_path: Path, capsys: pytest.CaptureF
     path = tmp_path / "bad.yaml"
     path.write_text("routes:\n  - quorum: 0\n")
     assert cli.run(["-c", str(path), "list"]) == 2
-    assert "bad.yaml: routes[0].quorum" in capsys.readouterr().err
+    assert "bad.yaml:2: routes[0].quorum" in capsys.readouterr().err
     assert cli.run(["list", "--limit", "0"]) == 2
     assert "Invalid value for '--limit'" in capsys.readouterr().err
 

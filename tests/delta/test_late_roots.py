@@ -45,6 +45,7 @@ async def test_a_root_made_later_is_seen_at_once_at_any_depth(
             assert await asyncio.to_thread(run, ["-c", str(config), "doctor"]) == 1
             assert f"[FAIL] source delta: root {roots[0]!r}: {srv / 'agents'} does not exist yet" \
                 in capsys.readouterr().out
+            caplog.set_level(logging.INFO)  # the in-process CLI run set the root logger's level
 
             # two missing levels and the whole tree below them, made in one go
             ask(make_v1_10_workspace(srv / "agents" / "a1" / "workspaces" / "W1"), "req-deep")

@@ -45,7 +45,7 @@ async def test_show_prints_the_whole_timeline(tmp_path: Path) -> None:
         async with AsyncClient(daemon.base_url, token="") as client:  # what `hitl-bridge show` renders
             out = render.show(await client.get(rid), await client.events(rid))
     timeline = out.split("timeline")[1]
-    kinds = re.findall(r"^\s+\S+ \S+\s+(\w+)", timeline, re.M)
+    kinds = re.findall(r"^\s+\S+ \S+ UTC\s+(\w+)", timeline, re.M)  # stamps are 24-hour with the zone
     assert kinds[:2] == ["created", "posted"]
     assert kinds.index("reminded") < kinds.index("vote") < kinds.index("escalated") < kinds.index("expired")
     assert kinds[-1] == "delivered"

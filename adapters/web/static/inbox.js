@@ -33,7 +33,8 @@
     (root || document).querySelectorAll("time[data-clock]").forEach(function (el) {
       var at = new Date(el.getAttribute("datetime"));
       if (isNaN(at.getTime())) return;
-      var clock = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+      // one format everywhere (the server's, the CLI's, chat messages'): 24-hour, with the zone
+      var clock = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short" });
       el.textContent = at.toDateString() === today ? clock
         : at.toLocaleDateString([], { day: "numeric", month: "short" }) + " " + clock;
     });

@@ -87,7 +87,8 @@ export class Client {
 
   /** Create a request from a native or structured body; its id. */
   async create(body: Record<string, unknown>): Promise<string> {
-    const view = await this.endpoint.send({ method: "POST", path: "/v1/requests", body, resend: "external_id" in body });
+    const view = await this.endpoint.send({ method: "POST", path: "/v1/requests", body, resend: "external_id" in body,
+      creates: true });
     return String(part(view, "id"));
   }
 

@@ -8,6 +8,8 @@ export const DEFAULT_URL = "http://127.0.0.1:8787";
 export const VERSION = "0.1.0";
 const RETRY_MS = [200, 500, 1000, 2000, 5000]; // backoff while the daemon does not answer
 const CALL_TIMEOUT_MS = 30_000;
+/** a request that could not even be created fails fast: nothing waits on it yet */
+const CREATE_GIVE_UP_MS = 5_000;
 
 export interface ClientOptions {
   /** default: HITL_BRIDGE_URL, then http://127.0.0.1:8787 */
@@ -16,6 +18,8 @@ export interface ClientOptions {
   token?: string;
   /** how long calls are retried while the daemon does not answer (a restart); default 300 s */
   unavailableAfterMs?: number;
+  /** creating a request gives up sooner: no daemon at all is said at once; default 5 s */
+  createUnavailableAfterMs?: number;
   /** another fetch (a proxy agent, tests); default: the global one */
   fetch?: typeof fetch;
 }
@@ -28,6 +32,8 @@ export interface Call {
   /** safe to send again when the connection broke after sending (reads; creates with an external_id) */
   resend?: boolean;
   timeoutMs?: number;
+  /** creates a request: when the daemon does not answer, fail fast (nothing waits on it yet) */
+  creates?: boolean;
 }
 
 function env(name: string): string | undefined {
@@ -56,6 +62,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export class Endpoint {
   readonly baseUrl: string;
   readonly unavailableAfterMs: number;
+  readonly createUnavailableAfterMs: number;
   readonly #headers: Record<string, string>;
   readonly #fetch: typeof fetch;
 
@@ -64,6 +71,7 @@ export class Endpoint {
     if (!/^https?:\/\//.test(url)) throw new TypeError(`the bridge URL must start with http:// or https://, got ${url}`);
     this.baseUrl = url;
     this.unavailableAfterMs = options.unavailableAfterMs ?? 300_000;
+    this.createUnavailableAfterMs = options.createUnavailableAfterMs ?? CREATE_GIVE_UP_MS;
     const token = options.token ?? env(TOKEN_ENV);
     this.#headers = { "content-type": "application/json", "user-agent": `hitl-bridge-client-js/${VERSION}` };
     if (token) this.#headers["authorization"] = `Bearer ${token}`;
@@ -73,6 +81,8 @@ export class Endpoint {
   /** Send `call`, riding out a daemon restart for `unavailableAfterMs`; its JSON result. */
   async send<T>(call: Call): Promise<T> {
     const started = Date.now();
+    const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, this.createUnavailableAfterMs)
+      : this.unavailableAfterMs;
     for (let attempt = 0; ; attempt++) {
       try {
         return (await this.#once(call)) as T;
@@ -83,11 +93,20 @@ export class Endpoint {
           throw new BridgeUnavailable(`${where}: the connection broke after sending; it may have been applied: look with get()`,
             { cause: error });
         }
-        if (Date.now() - started > this.unavailableAfterMs) {
+        const elapsed = Date.now() - started;
+        if (elapsed > giveUpMs) {
+          if (call.creates) {
+            throw new BridgeUnavailable(`could not create the request: no hitl-bridge daemon answers at ${this.baseUrl} `
+              + `(${describe(error)}); start one (hitl-bridge serve) or set ${URL_ENV} to where it runs`, { cause: error });
+          }
           throw new BridgeUnavailable(`${where}: no answer for ${Math.round(this.unavailableAfterMs / 1000)} s: ${describe(error)}`,
             { cause: error });
         }
-        await sleep(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!);
+        if (attempt === 0) { // say so at once, not after minutes of silence
+          console.warn(`hitl-bridge-client: no hitl-bridge daemon answers at ${this.baseUrl} yet (${describe(error)}); `
+            + `trying again for ${Math.round(giveUpMs / 1000)} s (is it running? ${URL_ENV} says where it is)`);
+        }
+        await sleep(Math.min(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!, Math.max(50, giveUpMs - elapsed + 50)));
       }
     }
   }
@@ -125,7 +144,8 @@ export class Endpoint {
 
   /** Never show the token. */
   toJSON(): object {
-    return { baseUrl: this.baseUrl, unavailableAfterMs: this.unavailableAfterMs };
+    return { baseUrl: this.baseUrl, unavailableAfterMs: this.unavailableAfterMs,
+      createUnavailableAfterMs: this.createUnavailableAfterMs };
   }
 }
 

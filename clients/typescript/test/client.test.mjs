@@ -3,6 +3,7 @@
 // environment, a daemon that restarts mid-wait, and signed callbacks checked by verifyCallback.
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
@@ -146,6 +147,41 @@ describe("restarts", () => {
     }
     const gone = new Client({ baseUrl: own.url, unavailableAfterMs: 0 });
     await assert.rejects(gone.get("r_1"), (e) => e instanceof BridgeUnavailable && /no answer for 0 s/.test(e.message));
+  });
+});
+
+describe("no daemon", () => {
+  test("ask with no daemon warns at once, then fails fast naming the URL and HITL_BRIDGE_URL", async () => {
+    const url = `http://127.0.0.1:${await freePort()}`;
+    const script = `
+      import { ask } from ${JSON.stringify(new URL("../dist/index.js", import.meta.url).href)};
+      try { await ask("Deploy?"); } catch (e) { console.log(e.name + ": " + e.message); process.exit(1); }`;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      env: { ...process.env, HITL_BRIDGE_URL: url }, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c) => { stdout += c; });
+    child.stderr.on("data", (c) => { stderr += c; });
+    const [code] = await once(child, "exit");
+    assert.equal(code, 1, stdout + stderr);
+    assert.ok(stderr.includes(`no hitl-bridge daemon answers at ${url} yet`), stderr);
+    assert.equal(stderr.split("no hitl-bridge daemon answers").length, 2, stderr); // once, not per attempt
+    assert.match(stdout, /^BridgeUnavailable: could not create the request/);
+    assert.ok(stdout.includes(url) && stdout.includes("HITL_BRIDGE_URL"), stdout);
+  });
+
+  test("a caller that asks for it (createUnavailableAfterMs) waits for the daemon to create", async () => {
+    const port = await freePort();
+    const mine = new Client({ baseUrl: `http://127.0.0.1:${port}`, createUnavailableAfterMs: 60_000 });
+    const asking = mine.ask("Once it is up?");
+    const own = await startDaemon({ port });
+    try {
+      await answerNext(own.url, { value: "yes" }, { title: "Once it is up?" });
+      assert.equal((await asking).value, "yes");
+    } finally {
+      await own.stop();
+    }
   });
 });
 

@@ -24,6 +24,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from hitl_bridge_client._version import __version__ as __version__
 from hitl_bridge_client.aio import AsyncClient
 from hitl_bridge_client.answers import (
     Answer,
@@ -43,6 +44,7 @@ from hitl_bridge_client.errors import (
     Conflict,
     InvalidRequest,
     NoAnswer,
+    NotABridge,
     NotFound,
     Rejected,
     StillOpen,
@@ -50,10 +52,9 @@ from hitl_bridge_client.errors import (
 )
 from hitl_bridge_client.signing import signature_headers, standard_secret, verify_callback
 
-__version__ = "0.1.0"
 __all__ = [
     "Answer", "AsyncClient", "BridgeError", "BridgeRefused", "BridgeUnavailable", "Client", "Conflict",
-    "InvalidRequest", "NoAnswer", "NotFound", "Rejected", "StillOpen", "Unauthorized", "approved", "ask",
+    "InvalidRequest", "NoAnswer", "NotABridge", "NotFound", "Rejected", "StillOpen", "Unauthorized", "approved", "ask",
     "choice", "confirm", "outcome", "request_body", "require_approval", "signature_headers", "standard_secret",
     "text", "verify_callback",
 ]

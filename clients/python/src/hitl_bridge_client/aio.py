@@ -12,7 +12,7 @@ import httpx
 from hitl_bridge_client import calls
 from hitl_bridge_client.answers import Answer, Questions, Views, approval_body, approved, asked
 from hitl_bridge_client.calls import Flow
-from hitl_bridge_client.transport import Endpoint, Retry, result
+from hitl_bridge_client.transport import CREATE_GIVE_UP_S, Endpoint, Retry, result
 
 T = TypeVar("T")
 AsyncFn = Callable[..., Awaitable[Any]]
@@ -24,8 +24,9 @@ class AsyncClient:
     loop (another `asyncio.run`), it opens new ones."""
 
     def __init__(self, base_url: str | None = None, *, token: str | None = None,
-                 unavailable_after: float = 300.0, http: httpx.AsyncClient | None = None) -> None:
-        self.endpoint = Endpoint.resolve(base_url, token, unavailable_after)
+                 unavailable_after: float = 300.0, http: httpx.AsyncClient | None = None,
+                 create_unavailable_after: float = CREATE_GIVE_UP_S) -> None:
+        self.endpoint = Endpoint.resolve(base_url, token, unavailable_after, create_unavailable_after)
         self.base_url = self.endpoint.base_url
         self._http = http
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the pool made here (None: given)

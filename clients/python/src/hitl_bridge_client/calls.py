@@ -31,6 +31,8 @@ class Call:
     # an external_id); an answer or a cancel is only sent again when it never left
     resend: bool = True
     timeout: float = CALL_TIMEOUT_S
+    # creates a request: when the daemon does not answer, fail fast (nothing waits on it yet)
+    creates: bool = False
 
 
 Flow = Generator[Call, Any, T]
@@ -48,7 +50,7 @@ def part(reply: Any, key: str) -> Any:
 
 
 def create(body: dict[str, Any]) -> Flow[str]:
-    view = yield Call("POST", "/v1/requests", json=body, resend="external_id" in body)
+    view = yield Call("POST", "/v1/requests", json=body, resend="external_id" in body, creates=True)
     return str(part(view, "id"))
 
 

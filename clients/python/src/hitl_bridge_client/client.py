@@ -12,7 +12,7 @@ import httpx
 from hitl_bridge_client import calls
 from hitl_bridge_client.answers import Answer, Questions, Views, approval_body, approved, asked
 from hitl_bridge_client.calls import Flow
-from hitl_bridge_client.transport import Endpoint, Retry, result
+from hitl_bridge_client.transport import CREATE_GIVE_UP_S, Endpoint, Retry, result
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -22,11 +22,14 @@ class Client:
     """The daemon's HTTP API. `base_url` and `token` default to HITL_BRIDGE_URL and
     HITL_BRIDGE_TOKEN (then http://127.0.0.1:8787, no token). While the daemon does not
     answer (a restart), calls are retried for `unavailable_after` seconds, then raise
-    BridgeUnavailable. Use as a context manager, or `close()`, to free its connections."""
+    BridgeUnavailable; creating a request gives up after `create_unavailable_after` (5 s: no
+    daemon at all is said at once, not after minutes). Use as a context manager, or `close()`,
+    to free its connections."""
 
     def __init__(self, base_url: str | None = None, *, token: str | None = None,
-                 unavailable_after: float = 300.0, http: httpx.Client | None = None) -> None:
-        self.endpoint = Endpoint.resolve(base_url, token, unavailable_after)
+                 unavailable_after: float = 300.0, http: httpx.Client | None = None,
+                 create_unavailable_after: float = CREATE_GIVE_UP_S) -> None:
+        self.endpoint = Endpoint.resolve(base_url, token, unavailable_after, create_unavailable_after)
         self.base_url = self.endpoint.base_url
         self._http = http
 

@@ -16,6 +16,17 @@ class BridgeUnavailable(BridgeError):
     """The daemon did not answer for longer than the client's `unavailable_after`."""
 
 
+class NotABridge(BridgeError):
+    """Something else answers at the URL (a web server, a proxy's error page): `status` and
+    `content_type` of its reply, which was not the API's JSON."""
+
+    def __init__(self, url: str, status: int, content_type: str) -> None:
+        super().__init__(f"{url}: this is not a hitl-bridge daemon (got {status} {content_type})")
+        self.url = url
+        self.status = status
+        self.content_type = content_type
+
+
 class BridgeRefused(BridgeError):
     """The daemon refused the call: `status` (HTTP) and `detail` (the API's reason)."""
 

@@ -1,0 +1,71 @@
+/** The client of the daemon's HTTP API: ask and wait, approvals around a function, and the rest of the API. */
+import { type Answer, type Question, type RequestFields, type RequestView } from "./answers.js";
+import { type ClientOptions, Endpoint } from "./transport.js";
+export interface AskOptions extends RequestFields {
+    /** give up waiting after this long with StillOpen (the request stays open; `timeout_s` is the daemon's deadline) */
+    maxWaitMs?: number;
+}
+export interface ApprovalOptions extends RequestFields {
+    /** default: "Approve <name>?" */
+    title?: string;
+    /** the tool's name shown to people; default: the function's name */
+    name?: string;
+}
+export interface ListOptions {
+    state?: string | string[];
+    source?: string;
+    route?: string;
+    limit?: number;
+    offset?: number;
+}
+export interface AnswerOptions {
+    /** for a request with one question */
+    value?: unknown;
+    /** by question id */
+    values?: Record<string, unknown>;
+    responder?: string;
+    reason?: string;
+}
+/**
+ * The daemon's HTTP API. `baseUrl` and `token` default to HITL_BRIDGE_URL and HITL_BRIDGE_TOKEN
+ * (then http://127.0.0.1:8787, no token). While the daemon does not answer (a restart), calls are
+ * retried for `unavailableAfterMs`, then throw BridgeUnavailable.
+ */
+export declare class Client {
+    readonly endpoint: Endpoint;
+    constructor(options?: ClientOptions);
+    get baseUrl(): string;
+    /** Ask and wait for the answer. No `questions`: one Approve/Reject. */
+    ask(title: string, questions?: Question[], options?: AskOptions): Promise<Answer>;
+    /** Wrap a function: each call first asks for approval (showing its arguments) and runs only
+     * when approved; a rejection throws `Rejected`. */
+    requireApproval<A extends unknown[], R>(fn: (...args: A) => R | Promise<R>, options?: ApprovalOptions): (...args: A) => Promise<R>;
+    /** Create a request from a native or structured body; its id. */
+    create(body: Record<string, unknown>): Promise<string>;
+    /** Long-poll until the request closes (NoAnswer when it closed without an answer). */
+    wait(requestId: string, { maxWaitMs }?: {
+        maxWaitMs?: number | undefined;
+    }): Promise<Answer>;
+    /** The request as the API shows it (with posts and outbox); `waitS` long-polls. */
+    get(requestId: string, { waitS }?: {
+        waitS?: number;
+    }): Promise<RequestView>;
+    /** Requests, newest first. */
+    list({ state, source, route, limit, offset }?: ListOptions): Promise<RequestView[]>;
+    /** Answer as an operator: `value` for one question, `values` by question id. */
+    answer(requestId: string, { value, values, responder, reason }: AnswerOptions): Promise<RequestView>;
+    cancel(requestId: string, { reason, actor }?: {
+        reason?: string;
+        actor?: string;
+    }): Promise<RequestView>;
+    redeliver(requestId: string): Promise<RequestView>;
+    /** The request's audit trail. */
+    events(requestId: string): Promise<Record<string, unknown>[]>;
+    /** Each source and what it cannot show right now. */
+    sources(): Promise<Record<string, unknown>[]>;
+}
+/** `new Client().ask(...)`: ask the daemon at HITL_BRIDGE_URL and wait for the answer. */
+export declare function ask(title: string, questions?: Question[], options?: AskOptions & ClientOptions): Promise<Answer>;
+/** Put a person in front of a function: each call asks the daemon at HITL_BRIDGE_URL first and
+ * runs only when approved; a rejection throws `Rejected`. */
+export declare function requireApproval<A extends unknown[], R>(fn: (...args: A) => R | Promise<R>, options?: ApprovalOptions & ClientOptions): (...args: A) => Promise<R>;

@@ -1,0 +1,119 @@
+/** The client of the daemon's HTTP API: ask and wait, approvals around a function, and the rest of the API. */
+import { approved, asked, confirm, outcome, requestBody, shown, } from "./answers.js";
+import { BridgeError, StillOpen } from "./errors.js";
+import { Endpoint } from "./transport.js";
+const WAIT_S = 60; // one long poll (the API allows up to 120 s)
+const CALL_TIMEOUT_MS = 30_000;
+/** `reply[key]`, or a BridgeError saying what the reply lacked (a proxy's page, another API). */
+function part(reply, key) {
+    if (typeof reply !== "object" || reply === null || Array.isArray(reply) || !(key in reply)) {
+        throw new BridgeError(`the bridge's reply has no "${key}": ${JSON.stringify(reply)?.slice(0, 200)}`);
+    }
+    return reply[key];
+}
+const path = (requestId, action = "") => `/v1/requests/${encodeURIComponent(requestId)}${action ? `/${action}` : ""}`;
+/**
+ * The daemon's HTTP API. `baseUrl` and `token` default to HITL_BRIDGE_URL and HITL_BRIDGE_TOKEN
+ * (then http://127.0.0.1:8787, no token). While the daemon does not answer (a restart), calls are
+ * retried for `unavailableAfterMs`, then throw BridgeUnavailable.
+ */
+export class Client {
+    endpoint;
+    constructor(options = {}) {
+        this.endpoint = new Endpoint(options);
+    }
+    get baseUrl() {
+        return this.endpoint.baseUrl;
+    }
+    /** Ask and wait for the answer. No `questions`: one Approve/Reject. */
+    async ask(title, questions, options = {}) {
+        const { maxWaitMs, ...fields } = options;
+        return this.wait(await this.create(asked(title, questions, fields)), { maxWaitMs });
+    }
+    /** Wrap a function: each call first asks for approval (showing its arguments) and runs only
+     * when approved; a rejection throws `Rejected`. */
+    requireApproval(fn, options = {}) {
+        const { title, name = fn.name || "call", context, ...fields } = options;
+        return async (...args) => {
+            const body = requestBody(title ?? `Approve ${name}?`, [confirm("approve", `Allow this call to ${name}?`)], {
+                tool: name, ...fields, context: { function: name, arguments: args.map(shown), ...context },
+            });
+            approved(await this.wait(await this.create(body)));
+            return (await fn(...args));
+        };
+    }
+    /** Create a request from a native or structured body; its id. */
+    async create(body) {
+        const view = await this.endpoint.send({ method: "POST", path: "/v1/requests", body, resend: "external_id" in body,
+            creates: true });
+        return String(part(view, "id"));
+    }
+    /** Long-poll until the request closes (NoAnswer when it closed without an answer). */
+    async wait(requestId, { maxWaitMs } = {}) {
+        const deadline = maxWaitMs === undefined ? undefined : Date.now() + maxWaitMs;
+        for (;;) {
+            const left = deadline === undefined ? WAIT_S : Math.max(0, Math.min(WAIT_S, (deadline - Date.now()) / 1000));
+            const view = await this.get(requestId, { waitS: left });
+            part(view, "state");
+            const found = outcome(view);
+            if (found)
+                return found;
+            if (deadline !== undefined && Date.now() >= deadline)
+                throw new StillOpen(view.id, view.state);
+        }
+    }
+    /** The request as the API shows it (with posts and outbox); `waitS` long-polls. */
+    async get(requestId, { waitS = 0 } = {}) {
+        return this.endpoint.send({
+            method: "GET", path: path(requestId), query: waitS > 0 ? { wait: waitS } : {},
+            timeoutMs: waitS * 1000 + CALL_TIMEOUT_MS,
+        });
+    }
+    /** Requests, newest first. */
+    async list({ state, source, route, limit = 100, offset = 0 } = {}) {
+        const query = { limit, offset };
+        if (state)
+            query["state"] = Array.isArray(state) ? state : [state];
+        if (source)
+            query["source"] = source;
+        if (route)
+            query["route"] = route;
+        return part(await this.endpoint.send({ method: "GET", path: "/v1/requests", query }), "requests");
+    }
+    /** Answer as an operator: `value` for one question, `values` by question id. */
+    async answer(requestId, { value, values, responder, reason }) {
+        const body = values !== undefined ? { values } : { value };
+        if (responder !== undefined)
+            body["responder"] = responder;
+        if (reason !== undefined)
+            body["reason"] = reason;
+        return this.endpoint.send({ method: "POST", path: path(requestId, "answer"), body, resend: false });
+    }
+    async cancel(requestId, { reason = "", actor } = {}) {
+        return this.endpoint.send({
+            method: "POST", path: path(requestId, "cancel"), body: actor ? { reason, actor } : { reason }, resend: false,
+        });
+    }
+    async redeliver(requestId) {
+        return this.endpoint.send({ method: "POST", path: path(requestId, "redeliver"), resend: false });
+    }
+    /** The request's audit trail. */
+    async events(requestId) {
+        return part(await this.endpoint.send({ method: "GET", path: path(requestId, "events") }), "events");
+    }
+    /** Each source and what it cannot show right now. */
+    async sources() {
+        return part(await this.endpoint.send({ method: "GET", path: "/v1/sources" }), "sources");
+    }
+}
+/** `new Client().ask(...)`: ask the daemon at HITL_BRIDGE_URL and wait for the answer. */
+export function ask(title, questions, options) {
+    const { baseUrl, token, unavailableAfterMs, fetch, ...asking } = options ?? {};
+    return new Client({ baseUrl, token, unavailableAfterMs, fetch }).ask(title, questions, asking);
+}
+/** Put a person in front of a function: each call asks the daemon at HITL_BRIDGE_URL first and
+ * runs only when approved; a rejection throws `Rejected`. */
+export function requireApproval(fn, options) {
+    const { baseUrl, token, unavailableAfterMs, fetch, ...approval } = options ?? {};
+    return (...args) => new Client({ baseUrl, token, unavailableAfterMs, fetch }).requireApproval(fn, approval)(...args);
+}

@@ -1,0 +1,126 @@
+/** Where the daemon is, how its replies are read, and how long a restart is ridden out. */
+import { BridgeError, BridgeUnavailable, refusal } from "./errors.js";
+export const URL_ENV = "HITL_BRIDGE_URL";
+export const TOKEN_ENV = "HITL_BRIDGE_TOKEN";
+export const DEFAULT_URL = "http://127.0.0.1:8787";
+export const VERSION = "0.1.0";
+const RETRY_MS = [200, 500, 1000, 2000, 5000]; // backoff while the daemon does not answer
+const CALL_TIMEOUT_MS = 30_000;
+/** a request that could not even be created fails fast: nothing waits on it yet */
+const CREATE_GIVE_UP_MS = 5_000;
+function env(name) {
+    const process = globalThis.process;
+    return process?.env?.[name] || undefined;
+}
+/** The daemon did not answer: a network failure or a timeout (`cause`), or a proxy in front of a
+ * restarting daemon (502/503/504, `restarting`). Tried again for `unavailableAfterMs`. */
+class Lost extends Error {
+    restarting;
+    constructor(message, restarting = false, options) {
+        super(message, options);
+        this.restarting = restarting;
+    }
+}
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT"]);
+/** True when the call never reached the daemon (refused connection, a proxy's 502/503): safe to send again. */
+function neverSent(error) {
+    const code = error.cause?.cause?.code;
+    return error.restarting || (code !== undefined && NOT_SENT.has(code));
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export class Endpoint {
+    baseUrl;
+    unavailableAfterMs;
+    createUnavailableAfterMs;
+    #headers;
+    #fetch;
+    constructor(options = {}) {
+        const url = (options.baseUrl || env(URL_ENV) || DEFAULT_URL).replace(/\/+$/, "");
+        if (!/^https?:\/\//.test(url))
+            throw new TypeError(`the bridge URL must start with http:// or https://, got ${url}`);
+        this.baseUrl = url;
+        this.unavailableAfterMs = options.unavailableAfterMs ?? 300_000;
+        this.createUnavailableAfterMs = options.createUnavailableAfterMs ?? CREATE_GIVE_UP_MS;
+        const token = options.token ?? env(TOKEN_ENV);
+        this.#headers = { "content-type": "application/json", "user-agent": `hitl-bridge-client-js/${VERSION}` };
+        if (token)
+            this.#headers["authorization"] = `Bearer ${token}`;
+        this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    }
+    /** Send `call`, riding out a daemon restart for `unavailableAfterMs`; its JSON result. */
+    async send(call) {
+        const started = Date.now();
+        const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, this.createUnavailableAfterMs)
+            : this.unavailableAfterMs;
+        for (let attempt = 0;; attempt++) {
+            try {
+                return (await this.#once(call));
+            }
+            catch (error) {
+                if (!(error instanceof Lost))
+                    throw error;
+                const where = `${call.method} ${this.baseUrl}${call.path}`;
+                if (call.resend === false && !neverSent(error)) {
+                    throw new BridgeUnavailable(`${where}: the connection broke after sending; it may have been applied: look with get()`, { cause: error });
+                }
+                const elapsed = Date.now() - started;
+                if (elapsed > giveUpMs) {
+                    if (call.creates) {
+                        throw new BridgeUnavailable(`could not create the request: no hitl-bridge daemon answers at ${this.baseUrl} `
+                            + `(${describe(error)}); start one (hitl-bridge serve) or set ${URL_ENV} to where it runs`, { cause: error });
+                    }
+                    throw new BridgeUnavailable(`${where}: no answer for ${Math.round(this.unavailableAfterMs / 1000)} s: ${describe(error)}`, { cause: error });
+                }
+                if (attempt === 0) { // say so at once, not after minutes of silence
+                    console.warn(`hitl-bridge-client: no hitl-bridge daemon answers at ${this.baseUrl} yet (${describe(error)}); `
+                        + `trying again for ${Math.round(giveUpMs / 1000)} s (is it running? ${URL_ENV} says where it is)`);
+                }
+                await sleep(Math.min(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)], Math.max(50, giveUpMs - elapsed + 50)));
+            }
+        }
+    }
+    async #once(call) {
+        const url = new URL(this.baseUrl + call.path);
+        for (const [key, value] of Object.entries(call.query ?? {})) {
+            for (const one of Array.isArray(value) ? value : [value])
+                url.searchParams.append(key, String(one));
+        }
+        const body = call.body === undefined ? undefined : JSON.stringify(call.body);
+        let response;
+        let text;
+        try {
+            response = await this.#fetch(url, {
+                method: call.method, headers: this.#headers, body, signal: AbortSignal.timeout(call.timeoutMs ?? CALL_TIMEOUT_MS),
+            });
+            text = await response.text();
+        }
+        catch (error) { // fetch rejects only for the network (or the timeout): the daemon did not answer
+            throw new Lost(String(error), false, { cause: error });
+        }
+        if ([502, 503, 504].includes(response.status))
+            throw new Lost(`HTTP ${response.status}`, true);
+        let data;
+        try {
+            data = JSON.parse(text);
+        }
+        catch {
+            if (response.status >= 400)
+                throw refusal(response.status, text.slice(0, 500));
+            throw new BridgeError(`the bridge answered HTTP ${response.status} without JSON: ${text.slice(0, 200)}`);
+        }
+        if (response.status >= 400) {
+            const detail = data?.detail;
+            throw refusal(response.status, typeof detail === "string" ? detail : JSON.stringify(detail ?? data));
+        }
+        return data;
+    }
+    /** Never show the token. */
+    toJSON() {
+        return { baseUrl: this.baseUrl, unavailableAfterMs: this.unavailableAfterMs,
+            createUnavailableAfterMs: this.createUnavailableAfterMs };
+    }
+}
+function describe(error) {
+    const cause = error.cause?.cause;
+    return cause?.code ?? cause?.message ?? error.message;
+}
