@@ -19,7 +19,7 @@ from adapters.telegram.health import TOKEN_FIX
 from bridge.doctor import Finding, fail, ok, warn
 
 if TYPE_CHECKING:
-    from adapters.telegram.channel import TelegramChannel
+    from adapters.telegram.settings import TelegramSettings
     from bridge.store.base import Store
 
 
@@ -27,9 +27,8 @@ def _scrub(text: str, token: str) -> str:
     return text.replace(token, "<bot-token>") if token else text
 
 
-async def diagnose(channel: TelegramChannel, targets: Sequence[str], responders: Sequence[str],
+async def diagnose(settings: TelegramSettings, targets: Sequence[str], responders: Sequence[str],
                    store: Store) -> list[Finding]:
-    settings = channel.settings
     token = settings.bot_token.get_secret_value()
     bot = Bot(token, base_url=settings.api_url, base_file_url=settings.file_url)
     try:

@@ -19,7 +19,7 @@ from adapters.telegram.state import TokenRecord
 from bridge.models import OPEN_STATES, Request, Responder
 
 if TYPE_CHECKING:
-    from adapters.telegram.channel import TelegramChannel
+    from adapters.telegram.desk import Desk
 
 LISTED = 20  # requests named (and buttons) in one /pending answer
 SCANNED = 1000  # open requests looked at, newest first
@@ -27,24 +27,24 @@ RESHOW_EVERY_S = 30.0  # one fresh copy per request and chat in this time (a gro
 
 
 class PendingList:
-    def __init__(self, channel: TelegramChannel) -> None:
-        self.channel = channel
+    def __init__(self, desk: Desk) -> None:
+        self.desk = desk
         self._shown: dict[tuple[str, int], float] = {}
 
     async def waiting_in(self, chat_id: int, user_id: int) -> list[Request]:
         """Open requests with a copy in this chat, and in a private chat also those that name
         this person (or a group of theirs) in `responders` and were posted to Telegram: the
         most urgent first."""
-        store = self.channel.bridge.store
+        store = self.desk.bridge.store
         here = f"telegram:{chat_id}"
         me = Responder(platform="telegram", user_id=str(user_id))
         private = chat_id == user_id
         found = []
         for request in await store.list_requests(states=list(OPEN_STATES), limit=SCANNED):
-            posts = [p for p in await store.list_posts(request.id, channel=self.channel.name) if p.ok]
+            posts = [p for p in await store.list_posts(request.id, channel="telegram") if p.ok]
             if any(p.target == here for p in posts) or (
                     private and posts and request.responders
-                    and await self.channel.bridge.is_allowed(request, me, via="telegram")):
+                    and await self.desk.bridge.is_allowed(request, me, via="telegram")):
                 found.append(request)
         far = float("inf")
         found.sort(key=lambda r: (r.deadline.timestamp() if r.deadline else far, r.created_at.timestamp()))
@@ -53,32 +53,32 @@ class PendingList:
     async def reply(self, chat_id: int, user_id: int) -> None:
         waiting = await self.waiting_in(chat_id, user_id)
         if not waiting:
-            await self.channel.interactions.say(chat_id, "Nothing is waiting for an answer here.")
+            await self.desk.outbox.say(chat_id, "Nothing is waiting for an answer here.")
             return
         lines = [f"⏳ <b>{len(waiting)}</b> waiting for an answer here:"]
         buttons = []
-        now = self.channel.now()
+        now = self.desk.now()
         for request in waiting[:LISTED]:
             due = f" (answer by {when(request.deadline)})" if request.deadline else ""
             lines.append(f"• {esc(kb.label(request.title))}{due}")
             token = kb.new_token()
-            await self.channel.state.put_token(token, TokenRecord(request.id, "show", chat_id=chat_id), now)
+            await self.desk.state.put_token(token, TokenRecord(request.id, "show", chat_id=chat_id), now)
             buttons.append([InlineKeyboardButton(f"↪️ {kb.label(request.title)}",
                                                  callback_data=kb.callback_data(token, kb.SHOW))])
         if len(waiting) > LISTED:
             lines.append(f"…and {len(waiting) - LISTED} more.")
         lines.append("Press one to show it again below.")
-        await self.channel.send(chat_id, "\n".join(lines), InlineKeyboardMarkup(buttons))
+        await self.desk.outbox.send(chat_id, "\n".join(lines), InlineKeyboardMarkup(buttons))
 
     async def show(self, query: CallbackQuery, request: Request, chat_id: int) -> None:
         """Post a fresh copy of `request` in this chat (recorded, so it is updated like the others)."""
         key, clock = (request.id, chat_id), time.monotonic()
         if clock - self._shown.get(key, -RESHOW_EVERY_S) < RESHOW_EVERY_S:
-            await self.channel.interactions.answer(query, "It was just shown below.")
+            await self.desk.outbox.toast(query, "It was just shown below.")
             return
         if len(self._shown) > 4096:
             self._shown = {k: v for k, v in self._shown.items() if clock - v < RESHOW_EVERY_S}
         self._shown[key] = clock
-        [result] = await self.channel.bridge.post(request, [f"telegram:{chat_id}"])
-        await self.channel.interactions.answer(query, "Shown below." if result.ok else "Could not show it here.",
+        [result] = await self.desk.bridge.post(request, [f"telegram:{chat_id}"])
+        await self.desk.outbox.toast(query, "Shown below." if result.ok else "Could not show it here.",
                                                alert=not result.ok)

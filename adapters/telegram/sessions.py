@@ -13,17 +13,19 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, User
-from telegram.error import TelegramError
 
 from adapters.telegram import keyboards as kb
 from adapters.telegram.render import esc, step_text
+from adapters.telegram.sender import SendError
 from adapters.telegram.state import Prompt, Session, TokenRecord
+from adapters.telegram.view import step_buttons
 from bridge.models import FormField, InvalidAnswer, Question, QuestionKind, Request, Responder
 
 if TYPE_CHECKING:
     from telegram import ForceReply
 
-    from adapters.telegram.channel import TelegramChannel
+    from adapters.telegram.answers import Recorder
+    from adapters.telegram.desk import Desk
 
 log = logging.getLogger(__name__)
 TYPED = (QuestionKind.text, QuestionKind.edit, QuestionKind.secret)
@@ -55,14 +57,16 @@ def step_of(request: Request, session: Session) -> tuple[Question, FormField | N
 class Sessions:
     """Runs the step-by-step answering; state in the store, secrets in memory."""
 
-    def __init__(self, channel: TelegramChannel) -> None:
-        self.channel = channel
-        self.state = channel.state
+    def __init__(self, desk: Desk, recorder: Recorder) -> None:
+        self.desk = desk
+        self.state = desk.state
+        self.out = desk.outbox
+        self.recorder = recorder
         self._secrets: dict[tuple[int, int], dict[str, Any]] = {}
 
     async def start(self, chat_id: int, user: User, request: Request) -> None:
         await self.cancel(chat_id, user.id, quiet=True)
-        now = self.channel.now()
+        now = self.desk.now()
         session = Session(request.id, chat_id, user.id, plan(request))
         token = kb.new_token()
         await self.state.put_token(token, TokenRecord(request.id, "session", "", chat_id, user.id), now)
@@ -70,8 +74,8 @@ class Sessions:
         head = (f"{mention(user)} is answering <b>{esc(request.title)}</b>: {count} "
                 f"step{'s' if count > 1 else ''}. /cancel or the button stops without answering.")
         try:
-            header = await self.channel.send(chat_id, head, InlineKeyboardMarkup([[kb.cancel_button(token)]]))
-        except TelegramError as exc:
+            header = await self.out.send(chat_id, head, InlineKeyboardMarkup([[kb.cancel_button(token)]]))
+        except SendError as exc:
             log.warning("Telegram: could not start answering in %s: %s", chat_id, exc.message)
             return
         await self.state.add_extra(request.id, chat_id, header.message_id, now)
@@ -79,13 +83,13 @@ class Sessions:
 
     async def ask(self, session: Session, request: Request, user: User | None = None) -> None:
         """Send the current step's message and remember it."""
-        now = self.channel.now()
+        now = self.desk.now()
         question, field = step_of(request, session)
         token = kb.new_token()
         record = TokenRecord(request.id, "step", question.id, session.chat_id, session.user_id, session.index)
         await self.state.put_token(token, record, now)
         text = step_text(request, question, field, session.index + 1, len(session.steps))
-        buttons = self.markup(question, field, token, set(session.selected))
+        buttons = step_buttons(question, field, token, set(session.selected))
         markup: InlineKeyboardMarkup | ForceReply
         if buttons is None:  # typed: in a group, mention the person so only they get the reply box
             group = session.chat_id < 0
@@ -94,7 +98,7 @@ class Sessions:
             markup = kb.force_reply(field.label or field.name if field else question.prompt, selective=group)
         else:
             markup = buttons
-        message = await self.channel.send(session.chat_id, text, markup)
+        message = await self.out.send(session.chat_id, text, markup)
         session.token, session.prompt_id = token, message.message_id
         if buttons is None:
             secret = question.kind is QuestionKind.secret
@@ -103,30 +107,11 @@ class Sessions:
         await self.state.add_extra(request.id, session.chat_id, message.message_id, now)
         await self.state.put_session(session, now)
 
-    @staticmethod
-    def markup(question: Question, field: FormField | None, token: str,
-               selected: set[int]) -> InlineKeyboardMarkup | None:
-        """Buttons of a step, or None when it is typed (ForceReply)."""
-        if field is not None:
-            if not field.options or not kb.fits_as_buttons(field.options):
-                return None
-            rows = list(kb.choice_keyboard(token, field.options).inline_keyboard)
-            controls = kb.skip_cancel_keyboard(token, skip=not field.required).inline_keyboard[0]
-            return InlineKeyboardMarkup([*rows, controls])
-        if question.kind is QuestionKind.confirm:
-            approve, reject = kb.confirm_keyboard(token).inline_keyboard[0]
-            return InlineKeyboardMarkup([[approve, reject], [kb.cancel_button(token)]])
-        if question.kind is QuestionKind.choice and kb.fits_as_buttons(question.options):
-            return kb.choice_keyboard(token, question.options, cancel=True)
-        if question.kind is QuestionKind.multi_choice and kb.fits_as_buttons(question.options, extra=3):
-            return kb.multi_keyboard(token, question.options, selected, cancel=True)
-        return None
-
     async def button(self, query: CallbackQuery, request: Request, record: TokenRecord,
                      action: kb.CallbackAction, responder: Responder) -> None:
-        answer = self.channel.interactions.answer
+        answer = self.out.toast
         chat_id, user_id = record.chat_id, query.from_user.id
-        session = await self.state.session(chat_id, user_id, self.channel.now())
+        session = await self.state.session(chat_id, user_id, self.desk.now())
         if user_id != record.user_id:
             await answer(query, "This is someone else's answer in progress.", alert=True)
             return
@@ -150,8 +135,8 @@ class Sessions:
                 and 0 <= action.index < len(options):
             chosen = set(session.selected) ^ {action.index}
             session.selected = sorted(chosen)
-            await self.state.put_session(session, self.channel.now())
-            await self.channel.edit_markup(chat_id, session.prompt_id, self.markup(question, None, session.token,
+            await self.state.put_session(session, self.desk.now())
+            await self.out.edit_markup(chat_id, session.prompt_id, step_buttons(question, None, session.token,
                                                                                   chosen))
             await answer(query, f"{len(chosen)} selected")
             return
@@ -168,9 +153,9 @@ class Sessions:
 
     async def typed(self, chat_id: int, prompt_id: int, prompt: Prompt, request: Request,
                     responder: Responder, text: str) -> None:
-        session = await self.state.session(chat_id, int(responder.user_id), self.channel.now())
+        session = await self.state.session(chat_id, int(responder.user_id), self.desk.now())
         if session is None or session.request_id != request.id or session.prompt_id != prompt_id:
-            await self.channel.interactions.say(chat_id, "This step is over.")
+            await self.out.say(chat_id, "This step is over.")
             return
         question, field = step_of(request, session)
         optional = (field is not None and not field.required) or (field is None and not question.required)
@@ -181,18 +166,18 @@ class Sessions:
             try:
                 value = question.validate_answer(text)
             except InvalidAnswer as exc:
-                await self.channel.interactions.say(chat_id, f"Not accepted: {esc(exc.reason)}. Try again.")
+                await self.out.say(chat_id, f"Not accepted: {esc(exc.reason)}. Try again.")
                 return
-        await self.state.drop_prompt(chat_id, prompt_id, self.channel.now())
+        await self.state.drop_prompt(chat_id, prompt_id, self.desk.now())
         if prompt.secret:
-            await self.channel.interactions.say(chat_id, "🔒 Secret received.")
+            await self.out.say(chat_id, "🔒 Secret received.")
         await self.accept(session, request, responder, value, None)
 
     async def accept(self, session: Session, request: Request, responder: Responder, value: Any,
                      user: User | None) -> None:
         """Keep one step's value, then ask the next step or record the answer."""
         question, field = step_of(request, session)
-        await self.channel.edit_markup(session.chat_id, session.prompt_id, None)
+        await self.out.edit_markup(session.chat_id, session.prompt_id, None)
         key = (session.chat_id, session.user_id)
         if question.kind is QuestionKind.secret:
             self._secrets.setdefault(key, {})[question.id] = value
@@ -216,22 +201,22 @@ class Sessions:
             return
         values = {**session.values, **secrets}
         await self.drop(session)
-        text = await self.channel.interactions.record(None, request, responder, values)
-        await self.channel.interactions.say(session.chat_id, text)
+        text = await self.recorder.record(None, request, responder, values)
+        await self.out.say(session.chat_id, text)
 
     async def cancel(self, chat_id: int, user_id: int, *, quiet: bool = False) -> None:
-        session = await self.state.session(chat_id, user_id, self.channel.now())
+        session = await self.state.session(chat_id, user_id, self.desk.now())
         if session is None:
             if not quiet:
-                await self.channel.interactions.say(chat_id, "Nothing to cancel.")
+                await self.out.say(chat_id, "Nothing to cancel.")
             return
-        await self.channel.edit_markup(chat_id, session.prompt_id, None)
+        await self.out.edit_markup(chat_id, session.prompt_id, None)
         await self.drop(session)
         if not quiet:
-            await self.channel.interactions.say(chat_id, "Cancelled; nothing was answered. The request is still open.")
+            await self.out.say(chat_id, "Cancelled; nothing was answered. The request is still open.")
 
     async def drop(self, session: Session) -> None:
         self._secrets.pop((session.chat_id, session.user_id), None)
         await self.state.drop_session(session.chat_id, session.user_id)
         if session.prompt_id:
-            await self.state.drop_prompt(session.chat_id, session.prompt_id, self.channel.now())
+            await self.state.drop_prompt(session.chat_id, session.prompt_id, self.desk.now())
