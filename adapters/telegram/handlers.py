@@ -16,13 +16,12 @@ from telegram.constants import ChatType
 from telegram.ext import Application, CallbackQueryHandler, CommandHandler, ContextTypes, MessageHandler, filters
 
 from adapters.telegram import keyboards as kb
+from adapters.telegram import texts
 from adapters.telegram.answers import Recorder, responder_of
 from adapters.telegram.pending import PendingList
-from adapters.telegram.render import esc
 from adapters.telegram.sender import SendError
-from adapters.telegram.sessions import Sessions, mention
+from adapters.telegram.sessions import Sessions
 from adapters.telegram.state import PendingReason, Prompt, TokenRecord
-from bridge.durations import format_duration
 from bridge.models import QuestionKind, Request, Responder
 
 if TYPE_CHECKING:
@@ -151,13 +150,10 @@ class Interactions:
         assert message is not None
         user = query.from_user
         wait = self.desk.reason_wait
-        text = (f"{mention(user)}, why reject <b>{esc(request.title)}</b>? Reply to this message with a "
-                "reason, or press ❌ Reject again to reject without one.")
-        if wait is not None:
-            text += f" With no reply within {format_duration(wait)}, it is rejected without one."
+        text = texts.why_reject(texts.mention(user.id, user.full_name), request, wait)
         try:
             prompt = await self.out.send(message.chat.id, text, kb.force_reply("Reason for rejecting"),
-                                             reply_to=message.message_id)
+                                         reply_to=message.message_id)
         except SendError:
             # cannot ask: reject without a reason rather than lose the click
             await self.recorder.record(query, request, responder_of(user), {question_id: "no"})
@@ -193,7 +189,7 @@ class Interactions:
                 raise
             if text.startswith(("✅", "Vote")):
                 recorded += 1
-                text = f"No reason came in time: {esc(request.title)} is rejected without one."
+                text = texts.rejected_without_reason(request)
             await self.out.say(pending.chat_id, text)
         return recorded
 
@@ -279,9 +275,7 @@ class Interactions:
         user = message.from_user
         payload = context.args[0] if context.args else ""
         if not payload:
-            await self.out.say(message.chat.id, f"Hi {esc(user.first_name)}! Requests for you will appear here. "
-                           f"Your Telegram id is <code>{user.id}</code> (use <code>telegram:{user.id}</code> "
-                           "in the bridge's routes and responders). /pending lists what waits for an answer here.")
+            await self.out.say(message.chat.id, texts.greeting(user.first_name, user.id))
             return
         record = await self.state.token(payload, self.desk.now()) if len(payload) == kb.TOKEN_LENGTH else None
         if record is None or record.purpose != "private":

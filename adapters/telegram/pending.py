@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
 from adapters.telegram import keyboards as kb
-from adapters.telegram.render import esc, when
 from adapters.telegram.state import TokenRecord
+from adapters.telegram.texts import waiting_list
 from bridge.models import OPEN_STATES, Request, Responder
 
 if TYPE_CHECKING:
@@ -55,20 +55,14 @@ class PendingList:
         if not waiting:
             await self.desk.outbox.say(chat_id, "Nothing is waiting for an answer here.")
             return
-        lines = [f"⏳ <b>{len(waiting)}</b> waiting for an answer here:"]
         buttons = []
         now = self.desk.now()
         for request in waiting[:LISTED]:
-            due = f" (answer by {when(request.deadline)})" if request.deadline else ""
-            lines.append(f"• {esc(kb.label(request.title))}{due}")
             token = kb.new_token()
             await self.desk.state.put_token(token, TokenRecord(request.id, "show", chat_id=chat_id), now)
             buttons.append([InlineKeyboardButton(f"↪️ {kb.label(request.title)}",
                                                  callback_data=kb.callback_data(token, kb.SHOW))])
-        if len(waiting) > LISTED:
-            lines.append(f"…and {len(waiting) - LISTED} more.")
-        lines.append("Press one to show it again below.")
-        await self.desk.outbox.send(chat_id, "\n".join(lines), InlineKeyboardMarkup(buttons))
+        await self.desk.outbox.send(chat_id, waiting_list(waiting, LISTED), InlineKeyboardMarkup(buttons))
 
     async def show(self, query: CallbackQuery, request: Request, chat_id: int) -> None:
         """Post a fresh copy of `request` in this chat (recorded, so it is updated like the others)."""

@@ -9,12 +9,12 @@ their values stay in memory until the answer is recorded (never in the store).
 from __future__ import annotations
 
 import logging
-from html import escape
 from typing import TYPE_CHECKING, Any
 
 from telegram import CallbackQuery, InlineKeyboardMarkup, User
 
 from adapters.telegram import keyboards as kb
+from adapters.telegram import texts
 from adapters.telegram.render import esc, step_text
 from adapters.telegram.sender import SendError
 from adapters.telegram.state import Prompt, Session, TokenRecord
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TYPED = (QuestionKind.text, QuestionKind.edit, QuestionKind.secret)
-
-
-def mention(user: User) -> str:
-    return f'<a href="tg://user?id={user.id}">{escape(user.full_name or str(user.id))}</a>'
 
 
 def plan(request: Request) -> list[list[str]]:
@@ -71,8 +67,7 @@ class Sessions:
         token = kb.new_token()
         await self.state.put_token(token, TokenRecord(request.id, "session", "", chat_id, user.id), now)
         count = len(session.steps)
-        head = (f"{mention(user)} is answering <b>{esc(request.title)}</b>: {count} "
-                f"step{'s' if count > 1 else ''}. /cancel or the button stops without answering.")
+        head = texts.answering(texts.mention(user.id, user.full_name), request, count)
         try:
             header = await self.out.send(chat_id, head, InlineKeyboardMarkup([[kb.cancel_button(token)]]))
         except SendError as exc:
@@ -93,8 +88,8 @@ class Sessions:
         markup: InlineKeyboardMarkup | ForceReply
         if buttons is None:  # typed: in a group, mention the person so only they get the reply box
             group = session.chat_id < 0
-            who = f'<a href="tg://user?id={session.user_id}">{esc(user.full_name if user else "you")}</a>'
-            text = (who + ": " if group else "") + text
+            if group:
+                text = texts.for_whom(session.user_id, user.full_name if user else None, text)
             markup = kb.force_reply(field.label or field.name if field else question.prompt, selective=group)
         else:
             markup = buttons
