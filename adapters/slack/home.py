@@ -15,34 +15,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from adapters.slack.calls import SlackCallFailed
+from adapters.slack.home_view import SHOW_ACTION, home_view
 from adapters.slack.port import ListenerPort
-from adapters.slack.text import escape, mrkdwn, plain, slack_date, truncate
 from bridge.models import Request, Responder, utcnow
 
 log = logging.getLogger("hitl_bridge.slack")
 
-SHOW_ACTION = "home:show"
-LISTED = 20  # Slack allows 100 blocks in a Home tab
 SCANNED = 1000  # open requests looked at, newest first
-
-
-def home_view(waiting: list[Request]) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = [{"type": "header", "text": plain("Waiting for your answer", 150)}]
-    if not waiting:
-        blocks.append({"type": "section", "text": mrkdwn("Nothing waits for you right now. :tada:")})
-    for request in waiting[:LISTED]:
-        due = f"\nAnswer by {slack_date(request.deadline)}" if request.deadline else ""
-        blocks.append({
-            "type": "section", "block_id": f"home:{request.id}",
-            "text": mrkdwn(f"*{escape(truncate(request.title, 200))}*{due}"),
-            "accessory": {"type": "button", "action_id": SHOW_ACTION, "value": request.id,
-                          "text": plain("Send to my DM", 75)},
-        })
-    if len(waiting) > LISTED:
-        blocks.append({"type": "context", "elements": [mrkdwn(f"…and {len(waiting) - LISTED} more.")]})
-    stamp = utcnow().strftime("%Y-%m-%d %H:%M UTC")
-    blocks.append({"type": "context", "elements": [mrkdwn(f"As of {stamp}; reopen the tab to refresh.")]})
-    return {"type": "home", "blocks": blocks}
 
 
 class HomeTab:
@@ -69,7 +48,7 @@ class HomeTab:
         return found
 
     async def publish(self, user_id: str) -> None:
-        view = home_view(await self.waiting_for(user_id))
+        view = home_view(await self.waiting_for(user_id), utcnow())
         try:
             await self.port.publish_home(user_id, view)
         except SlackCallFailed as exc:
