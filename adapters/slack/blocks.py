@@ -53,6 +53,12 @@ def fallback_text(request: Request) -> str:
     return truncate(f"Input needed: {escape(request.title)}", 3000)
 
 
+def reminder_text(request: Request) -> str:
+    """The reminder posted in a request's thread."""
+    due = f" (answer by {slack_date(request.deadline)})" if request.deadline else ""
+    return f":bell: Reminder: this request is still waiting for an answer{due}."
+
+
 def message_metadata(request: Request, target: str) -> dict[str, Any]:
     """Message metadata so a restarted bridge can find and adopt its own post."""
     return {"event_type": METADATA_EVENT,

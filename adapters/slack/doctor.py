@@ -13,19 +13,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.calls import response_data, slack_error
-from adapters.slack.channel import CHANNEL_IDS_NS
+from adapters.slack.copies import CHANNEL_IDS_NS
+from adapters.slack.directory import Directory
 from adapters.slack.health import APP_TOKEN_FIX, AUTH_ERRORS, TOKEN_FIX
+from adapters.slack.settings import SlackSettings
 from adapters.slack.targets import BadTarget, SlackTarget, parse_target
 from bridge.doctor import Finding, fail, ok, warn
 
 if TYPE_CHECKING:
-    from adapters.slack.channel import SlackChannel
     from bridge.store.base import Store
 
 MAX_LIST_PAGES = 20
@@ -68,10 +71,20 @@ def granted_scopes(response: Any) -> set[str] | None:
     return None if raw is None else {s.strip() for s in str(raw).split(",") if s.strip()}
 
 
-async def diagnose(channel: SlackChannel, targets: Sequence[str], responders: Sequence[str],
+@dataclass(frozen=True)
+class Asked:
+    """What the checks ask Slack through: the raw client (its answers' headers name the
+    token's scopes; nothing is retried), the user group cache, the settings."""
+
+    client: AsyncWebClient
+    directory: Directory
+    settings: SlackSettings
+
+
+async def diagnose(slack: Asked, targets: Sequence[str], responders: Sequence[str],
                    store: Store) -> list[Finding]:
-    client = channel.client
-    api = channel.settings.api_url
+    client = slack.client
+    api = slack.settings.api_url
     try:
         response = await _call(client.auth_test)
     except Unreachable as exc:
@@ -99,11 +112,11 @@ async def diagnose(channel: SlackChannel, targets: Sequence[str], responders: Se
     findings += _scope_findings(scopes, needed_scopes([t for _, t in parsed], groups))
     for target, where in parsed:
         try:
-            findings.append(await _target(channel, store, target, where, scopes))
+            findings.append(await _target(slack, store, target, where, scopes))
         except Unreachable as exc:
             findings.append(fail(target, f"Slack stopped answering ({exc})", "try again; check the network"))
-    if channel.settings.socket_mode:
-        findings.append(await _app_token(channel))
+    if slack.settings.socket_mode:
+        findings.append(await _app_token(slack))
     return findings
 
 
@@ -123,9 +136,9 @@ def _scope_findings(scopes: set[str] | None, needed: list[tuple[str, str, bool]]
     return findings
 
 
-async def _target(channel: SlackChannel, store: Store, target: str, where: SlackTarget,
+async def _target(slack: Asked, store: Store, target: str, where: SlackTarget,
                   scopes: set[str] | None) -> Finding:
-    client = channel.client
+    client = slack.client
     if where.kind == "user":
         if scopes is not None and "users:read" not in scopes:
             return warn(target, "not checked (needs users:read)")
@@ -138,23 +151,22 @@ async def _target(channel: SlackChannel, store: Store, target: str, where: Slack
         return ok(target, f"DM to @{user.get('name', where.value)}")
     if where.kind == "usergroup":
         try:
-            members = await channel.directory.group_members(where.value)
+            members = await slack.directory.group_members(where.value)
         except Exception as exc:
             return fail(target, f"cannot list the user group: {exc}", "grant usergroups:read")
         if not members:
             return fail(target, f"no user group @{where.value}, or it has no members",
                         "check the handle in Slack → People → User groups")
         return ok(target, f"user group with {len(members)} member(s), each gets a DM")
-    return await _channel_target(channel, store, target, where.value, scopes)
+    return await _channel_target(slack.client, store, target, where.value, scopes)
 
 
-async def _channel_target(channel: SlackChannel, store: Store, target: str, name_or_id: str,
+async def _channel_target(client: AsyncWebClient, store: Store, target: str, name_or_id: str,
                           scopes: set[str] | None) -> Finding:
-    client = channel.client
     channel_id: str | None = name_or_id
     if name_or_id.startswith("#"):
         known = await _known_id(store, name_or_id)
-        channel_id = known or await _find_by_name(channel, name_or_id[1:], scopes)
+        channel_id = known or await _find_by_name(client, name_or_id[1:], scopes)
         if channel_id is None:
             if scopes is not None and "channels:read" not in scopes:
                 return warn(target, "membership not checked (needs channels:read)",
@@ -192,13 +204,13 @@ async def _known_id(store: Store, name: str) -> str | None:
     return str(known["id"]) if known and known.get("id") else None
 
 
-async def _find_by_name(channel: SlackChannel, name: str, scopes: set[str] | None) -> str | None:
+async def _find_by_name(client: AsyncWebClient, name: str, scopes: set[str] | None) -> str | None:
     if scopes is not None and "channels:read" not in scopes:
         return None
     cursor = ""
     for _ in range(MAX_LIST_PAGES):
         try:
-            page = response_data(await _call(channel.client.conversations_list, limit=1000, cursor=cursor or None,
+            page = response_data(await _call(client.conversations_list, limit=1000, cursor=cursor or None,
                                              exclude_archived=False, types="public_channel,private_channel"))
         except SlackApiError:
             return None
@@ -211,9 +223,9 @@ async def _find_by_name(channel: SlackChannel, name: str, scopes: set[str] | Non
     return None
 
 
-async def _app_token(channel: SlackChannel) -> Finding:
+async def _app_token(slack: Asked) -> Finding:
     try:
-        await _call(channel.client.apps_connections_open, app_token=channel.settings.app_token.get_secret_value())
+        await _call(slack.client.apps_connections_open, app_token=slack.settings.app_token.get_secret_value())
     except Unreachable as exc:
         return fail("slack app token", f"cannot reach Slack ({exc})", "check the network")
     except SlackApiError as exc:

@@ -10,70 +10,47 @@ its channels say who can see it, and the Home tab must not leak it to others.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from adapters.slack.calls import SlackCallFailed
-from adapters.slack.text import escape, mrkdwn, plain, slack_date, truncate
-from bridge.models import OPEN_STATES, Request, Responder, utcnow
-
-if TYPE_CHECKING:
-    from adapters.slack.channel import SlackChannel
+from adapters.slack.home_view import SHOW_ACTION, home_view
+from adapters.slack.port import ListenerPort
+from bridge.models import Request, Responder, utcnow
 
 log = logging.getLogger("hitl_bridge.slack")
 
-SHOW_ACTION = "home:show"
-LISTED = 20  # Slack allows 100 blocks in a Home tab
 SCANNED = 1000  # open requests looked at, newest first
 
 
-def home_view(waiting: list[Request]) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = [{"type": "header", "text": plain("Waiting for your answer", 150)}]
-    if not waiting:
-        blocks.append({"type": "section", "text": mrkdwn("Nothing waits for you right now. :tada:")})
-    for request in waiting[:LISTED]:
-        due = f"\nAnswer by {slack_date(request.deadline)}" if request.deadline else ""
-        blocks.append({
-            "type": "section", "block_id": f"home:{request.id}",
-            "text": mrkdwn(f"*{escape(truncate(request.title, 200))}*{due}"),
-            "accessory": {"type": "button", "action_id": SHOW_ACTION, "value": request.id,
-                          "text": plain("Send to my DM", 75)},
-        })
-    if len(waiting) > LISTED:
-        blocks.append({"type": "context", "elements": [mrkdwn(f"…and {len(waiting) - LISTED} more.")]})
-    stamp = utcnow().strftime("%Y-%m-%d %H:%M UTC")
-    blocks.append({"type": "context", "elements": [mrkdwn(f"As of {stamp}; reopen the tab to refresh.")]})
-    return {"type": "home", "blocks": blocks}
-
-
 class HomeTab:
-    def __init__(self, channel: SlackChannel) -> None:
-        self.channel = channel
+    """Bolt listeners for the Home tab and its "Send to my DM" buttons."""
+
+    def __init__(self, port: ListenerPort) -> None:
+        self.port = port
 
     def register(self, app: AsyncApp) -> None:
         app.event("app_home_opened")(self.on_opened)
         app.action(SHOW_ACTION)(self.on_show)
 
     async def waiting_for(self, user_id: str) -> list[Request]:
-        api = self.channel.api
         me = Responder(platform="slack", user_id=user_id)
         direct = f"slack:@{user_id}"
         found = []
-        for request in await api.store.list_requests(states=list(OPEN_STATES), limit=SCANNED):
-            posts = [p for p in await api.store.list_posts(request.id, channel=self.channel.name) if p.ok]
-            if any(p.target in (direct, f"slack:{user_id}") for p in posts) or (
-                    posts and request.responders and await api.is_allowed(request, me, via="slack")):
+        for request in await self.port.open_requests(limit=SCANNED):
+            shown_at = await self.port.shown_at(request.id)
+            if any(target in (direct, f"slack:{user_id}") for target in shown_at) or (
+                    shown_at and request.responders and await self.port.may_answer(request, me)):
                 found.append(request)
         far = float("inf")
         found.sort(key=lambda r: (r.deadline.timestamp() if r.deadline else far, r.created_at.timestamp()))
         return found
 
     async def publish(self, user_id: str) -> None:
-        view = home_view(await self.waiting_for(user_id))
+        view = home_view(await self.waiting_for(user_id), utcnow())
         try:
-            await self.channel.retrier.call("views.publish", lambda: self.channel.client.views_publish(
-                user_id=user_id, view=view))
+            await self.port.publish_home(user_id, view)
         except SlackCallFailed as exc:
             log.warning("could not publish the Home tab of %s: %s", user_id, exc.error)
 
@@ -85,8 +62,8 @@ class HomeTab:
     async def on_show(self, ack: AsyncAck, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
         user_id = str(body["user"]["id"])
-        request = await self.channel.api.get(str(action.get("value", "")))
+        request = await self.port.get(str(action.get("value", "")))
         me = Responder(platform="slack", user_id=user_id)
-        if request is not None and request.is_open and await self.channel.api.is_allowed(request, me, via="slack"):
-            await self.channel.api.post(request, [f"slack:@{user_id}"])
+        if request is not None and request.is_open and await self.port.may_answer(request, me):
+            await self.port.show_in_dm(request, user_id)
         await self.publish(user_id)  # answered meanwhile: it drops off the list

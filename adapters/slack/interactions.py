@@ -11,7 +11,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
@@ -36,18 +36,15 @@ from adapters.slack.modals import (
     read_submission,
     reject_modal,
 )
+from adapters.slack.port import ListenerPort
 from adapters.slack.text import clock, escape, truncate
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound, SelfApproval
 from bridge.models import InvalidAnswer, QuestionKind, Request, Responder
-
-if TYPE_CHECKING:
-    from adapters.slack.channel import SlackChannel
 
 log = logging.getLogger("hitl_bridge.slack")
 
 NOT_ALLOWED = "You are not allowed to answer this request."
 UNKNOWN = "This request is not known to the bridge (it may have been removed)."
-THREAD_NS = "slack.thread"
 Ack = Callable[..., Awaitable[Any]]
 
 
@@ -88,10 +85,10 @@ def refusal_text(exc: Exception) -> str:
 
 
 class Interactions:
-    """Bolt listeners for one SlackChannel."""
+    """Bolt listeners for clicks, modal submissions and thread replies."""
 
-    def __init__(self, channel: SlackChannel) -> None:
-        self.channel = channel
+    def __init__(self, port: ListenerPort) -> None:
+        self.port = port
 
     def register(self, app: AsyncApp) -> None:
         app.action(re.compile(r"^hitl:"))(self.on_action)
@@ -105,18 +102,16 @@ class Interactions:
 
     # helpers ------------------------------------------------------------------------------------
     async def _get(self, request_id: str) -> Request | None:
-        return await self.channel.api.get(request_id)
+        return await self.port.get(request_id)
 
     async def _allowed(self, request: Request, responder: Responder) -> bool:
-        return await self.channel.api.is_allowed(request, responder, via="slack")
+        return await self.port.may_answer(request, responder)
 
     async def _tell(self, channel_id: str, user_id: str, text: str) -> None:
         if not channel_id or not user_id:
             return
         try:
-            await self.channel.retrier.call("chat.postEphemeral", lambda: self.channel.client
-                                            .chat_postEphemeral(channel=channel_id, user=user_id,
-                                                                text=text))
+            await self.port.tell(channel_id, user_id, text)
         except SlackCallFailed as exc:
             log.warning("could not tell %s: %s", user_id, exc.error)
 
@@ -126,9 +121,8 @@ class Interactions:
                       ) -> Exception | None:
         """Store the answer, then ack (or ack after `ack_budget_s` and keep storing).
         Returns the core's refusal, if any. `on_refusal(exc)` may ack itself (True)."""
-        task = asyncio.ensure_future(self.channel.api.answer(
-            request_id, responder, values, via="slack", reason=reason))
-        await asyncio.wait({task}, timeout=self.channel.settings.ack_budget_s)
+        task = asyncio.ensure_future(self.port.answer(request_id, responder, values, reason=reason))
+        await asyncio.wait({task}, timeout=self.port.ack_budget_s)
         acked = False
         if not task.done():
             await ack()
@@ -208,9 +202,7 @@ class Interactions:
             await self._tell(channel_id, responder.user_id, refusal_text(self._closed(request)))
             return
         elif not await self._allowed(request, responder):
-            await self.channel.api.note(request.id, "refused", responder.key,
-                                        {"name": responder.name, "via": "slack",
-                                         "reason": "not in responders"})
+            await self.port.refused(request, responder, "not in responders")
             await self._tell(channel_id, responder.user_id, NOT_ALLOWED)
             return
         else:
@@ -219,9 +211,9 @@ class Interactions:
                 else answer_modal(request, origin)
         trigger = str(body.get("trigger_id", ""))
         try:
-            await self.channel.client.views_open(trigger_id=trigger, view=view)
-        except Exception as exc:  # expired_trigger_id after a slow click, Slack down...
-            log.warning("views.open for %s failed: %s", request_id, type(exc).__name__)
+            await self.port.open_view(trigger, view)
+        except SlackCallFailed as exc:  # expired_trigger_id after a slow click, Slack down...
+            log.warning("views.open for %s failed: %s", request_id, exc.error)
             await self._tell(channel_id, responder.user_id,
                              "Slack could not open the form in time. Please click again.")
 
@@ -291,22 +283,21 @@ class Interactions:
                 or thread_ts == event.get("ts") or not isinstance(event.get("text"), str)):
             return
         channel_id = str(event.get("channel", ""))
-        ref = await self.channel.api.store.kv_get(THREAD_NS, f"{channel_id}:{thread_ts}")
-        if ref is None:
+        request_id = await self.port.thread_request(channel_id, str(thread_ts))
+        if request_id is None:
             return  # a thread the bridge did not start
-        request = await self._get(str(ref.get("request_id", "")))
+        request = await self._get(request_id)
         if request is None or len(request.questions) != 1 \
                 or request.questions[0].kind is not QuestionKind.text:
             return  # people talk in threads; only a lone text question takes a reply
         user_id = str(event.get("user", ""))
         responder = responder_of({"id": user_id,
-                                  "name": await self.channel.directory.user_name(user_id)})
+                                  "name": await self.port.user_name(user_id)})
         if not request.is_open:
             await self._tell(channel_id, responder.user_id, refusal_text(self._closed(request)))
             return
         try:
-            await self.channel.api.answer(request.id, responder,
-                                          {request.questions[0].id: event["text"]}, via="slack")
+            await self.port.answer(request.id, responder, {request.questions[0].id: event["text"]})
         except (BridgeError, InvalidAnswer) as exc:
             await self._tell(channel_id, responder.user_id, refusal_text(exc))
         except Exception:  # Slack has had its ack: say so rather than let the reply vanish

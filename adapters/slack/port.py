@@ -1,0 +1,122 @@
+"""What Bolt's listeners (interactions.py, home.py) may do, and nothing more.
+
+They get a `ListenerPort`, never the channel: the few bridge calls that answer for a
+Slack person, and the few Slack sends that reply to them. `ChannelPort` is the real one,
+over the bridge, the `SlackSender` and the `Directory`; a test can hand listeners any
+object of this shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from adapters.slack.copies import THREAD_NS
+from adapters.slack.directory import Directory
+from adapters.slack.sender import SlackSender
+from bridge.models import OPEN_STATES, Request, Responder
+from bridge.ports import BridgeAPI
+
+VIA = "slack"
+
+
+class ListenerPort(Protocol):
+    @property
+    def ack_budget_s(self) -> float:
+        """How long a click or submission may wait for its answer to be stored before the ack."""
+        ...
+
+    # the bridge, for a Slack person -------------------------------------------------------------
+    async def get(self, request_id: str) -> Request | None: ...
+
+    async def may_answer(self, request: Request, responder: Responder) -> bool: ...
+
+    async def answer(self, request_id: str, responder: Responder, values: dict[str, Any], *,
+                     reason: str | None = None) -> Request:
+        """The core's answer; raises its refusals (BridgeError, InvalidAnswer)."""
+        ...
+
+    async def refused(self, request: Request, responder: Responder, reason: str) -> None:
+        """Note on the request's history that `responder` was turned away."""
+        ...
+
+    async def open_requests(self, limit: int) -> list[Request]:
+        """Open requests, newest first."""
+        ...
+
+    async def shown_at(self, request_id: str) -> list[str]:
+        """The Slack targets a request was posted to."""
+        ...
+
+    async def show_in_dm(self, request: Request, user_id: str) -> None:
+        """Post a fresh copy of `request` to the person's DM."""
+        ...
+
+    async def thread_request(self, channel_id: str, thread_ts: str) -> str | None:
+        """The request whose message starts this thread, if the bridge posted it."""
+        ...
+
+    # Slack, back to the person (each raises SlackCallFailed) --------------------------------------
+    async def user_name(self, user_id: str) -> str: ...
+
+    async def tell(self, channel_id: str, user_id: str, text: str) -> None:
+        """An ephemeral note to the person in the channel they acted in."""
+        ...
+
+    async def open_view(self, trigger_id: str, view: dict[str, Any]) -> None: ...
+
+    async def publish_home(self, user_id: str, view: dict[str, Any]) -> None: ...
+
+
+class ChannelPort:
+    """The `ListenerPort` of one Slack channel: the bridge (known once started) and its sender."""
+
+    def __init__(self, bridge: Callable[[], BridgeAPI], sender: SlackSender, directory: Directory, *,
+                 ack_budget_s: float) -> None:
+        self._bridge = bridge
+        self.sender = sender
+        self.directory = directory
+        self._ack_budget_s = ack_budget_s
+
+    @property
+    def ack_budget_s(self) -> float:
+        return self._ack_budget_s
+
+    async def get(self, request_id: str) -> Request | None:
+        return await self._bridge().get(request_id)
+
+    async def may_answer(self, request: Request, responder: Responder) -> bool:
+        return await self._bridge().is_allowed(request, responder, via=VIA)
+
+    async def answer(self, request_id: str, responder: Responder, values: dict[str, Any], *,
+                     reason: str | None = None) -> Request:
+        return await self._bridge().answer(request_id, responder, values, via=VIA, reason=reason)
+
+    async def refused(self, request: Request, responder: Responder, reason: str) -> None:
+        await self._bridge().note(request.id, "refused", responder.key,
+                                  {"name": responder.name, "via": VIA, "reason": reason})
+
+    async def open_requests(self, limit: int) -> list[Request]:
+        return await self._bridge().store.list_requests(states=list(OPEN_STATES), limit=limit)
+
+    async def shown_at(self, request_id: str) -> list[str]:
+        return [p.target for p in await self._bridge().store.list_posts(request_id, channel=VIA) if p.ok]
+
+    async def show_in_dm(self, request: Request, user_id: str) -> None:
+        await self._bridge().post(request, [f"slack:@{user_id}"])
+
+    async def thread_request(self, channel_id: str, thread_ts: str) -> str | None:
+        ref = await self._bridge().store.kv_get(THREAD_NS, f"{channel_id}:{thread_ts}")
+        return None if ref is None else str(ref.get("request_id", ""))
+
+    async def user_name(self, user_id: str) -> str:
+        return await self.directory.user_name(user_id)
+
+    async def tell(self, channel_id: str, user_id: str, text: str) -> None:
+        await self.sender.ephemeral(channel_id, user_id, text)
+
+    async def open_view(self, trigger_id: str, view: dict[str, Any]) -> None:
+        await self.sender.open_view(trigger_id, view)
+
+    async def publish_home(self, user_id: str, view: dict[str, Any]) -> None:
+        await self.sender.publish_home(user_id, view)
