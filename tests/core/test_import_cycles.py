@@ -16,9 +16,6 @@ import pytest
 
 ADAPTERS = Path(__file__).resolve().parents[2] / "adapters"
 PACKAGES = sorted(p.parent.name for p in ADAPTERS.glob("*/__init__.py"))
-# packages whose cycle another change removes (issue 35, seam 2): strict, so the fix
-# must also take the package off this list
-KNOWN_CYCLES = {"slack": "Slack's interactions/home/doctor reach back into the channel (issue 35)"}
 
 
 def module_names(package: Path) -> dict[str, Path]:
@@ -101,9 +98,18 @@ def test_every_adapter_package_is_found() -> None:
     assert {"email", "slack", "telegram", "web"} <= set(PACKAGES)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(reason=KNOWN_CYCLES[name], strict=True))
-    if name in KNOWN_CYCLES else name for name in PACKAGES])
+@pytest.mark.parametrize("name", PACKAGES)
 def test_no_import_cycle_inside_an_adapter(name: str) -> None:
     found = cycle(graph(ADAPTERS / name))
     assert not found, f"import cycle inside adapters/{name}: " + " → ".join(found)
+
+
+@pytest.mark.parametrize(("name", "listeners"), [
+    ("slack", ("interactions", "home", "doctor", "copies", "sender", "receiver", "port")),
+    ("telegram", ("handlers", "sessions", "pending", "answers", "sender", "receiver", "doctor")),
+])
+def test_handlers_never_see_the_channel(name: str, listeners: tuple[str, ...]) -> None:
+    """Handlers get a narrow interface (a Protocol), never the channel object."""
+    edges = graph(ADAPTERS / name)
+    for listener in listeners:
+        assert f"adapters.{name}.channel" not in edges[f"adapters.{name}.{listener}"], listener
