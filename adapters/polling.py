@@ -80,7 +80,7 @@ class PolledEngineSource:
         except httpx.HTTPError as exc:
             raise DeliveryError(f"{self.engine_label} broke off POST {path}: {describe(exc)}") from None
 
-    def http_routes(self) -> Sequence[BaseRoute]:
+    def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
         return []
 
     @property

@@ -117,7 +117,7 @@ class Daemon:
             log.info("no secrets.key: secret answers are delivered but not kept")
         self.outbox = Outbox(self.service, self.settings.delivery)
         self.scheduler = Scheduler(self.service)
-        routes = [r for source in self.sources for r in source.http_routes()]
+        routes = [r for source in self.sources for r in source.http_routes(self.service)]  # sources feed the core
         routes += [r for channel in self.channels for r in channel.http_routes()]
         self.app = create_app(self.service, self.settings, routes, readiness=self._readiness)
         self.instruments = self.app.state.metrics.instruments

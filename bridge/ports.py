@@ -63,6 +63,15 @@ class RequestSink(Protocol):
         """The engine no longer waits (answered elsewhere, run deleted): cancel if open."""
         ...
 
+    async def wait(self, request_id: str, timeout_s: float) -> Request | None:
+        """The request once it is closed (answered, expired, cancelled), or as it is after
+        `timeout_s` seconds (still open), or as it is when the daemon stops; None when there
+        is no such request. Event-driven on the change feed that serves the API's long polls
+        (`GET /v1/requests/{id}?wait=`), so it also wakes on answers other processes commit
+        to a shared store. What a source that holds a caller (an MCP tool call, a gateway)
+        awaits instead of asking the HTTP API again."""
+        ...
+
 
 class BridgeAPI(RequestSink, Protocol):
     """What a channel calls when a person acts."""
@@ -117,8 +126,11 @@ class Source(Protocol):
         """Write the outcome back to the engine. Raise DeliveryError to retry later."""
         ...
 
-    def http_routes(self) -> Sequence[BaseRoute]:
-        """Routes mounted in the bridge's HTTP app (may be empty)."""
+    def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
+        """Routes mounted in the bridge's HTTP app (may be empty). Built once, before `run()`
+        and before the app serves anything, with the same `sink` that `run()` gets: routes
+        feed it (and wait on it) directly, so they work as soon as the port answers and
+        never reach for the core through the app's state."""
         ...
 
 

@@ -535,6 +535,10 @@ class BridgeService:
         self.changes.publish(updated)
         return updated
 
+    async def wait(self, request_id: str, timeout_s: float) -> Request | None:
+        """RequestSink.wait: `wait_closed`, for sources."""
+        return await self.wait_closed(request_id, timeout_s)
+
     async def wait_closed(self, request_id: str, wait_s: float) -> Request | None:
         """Return the request once it is no longer open, or as it is after `wait_s` seconds.
 

@@ -94,7 +94,7 @@ class DeltaSource:
         self.expansions = 0  # how often the roots were expanded (a busy ancestor must not drive it)
 
     # Source -------------------------------------------------------------------------------
-    def http_routes(self) -> Sequence[BaseRoute]:
+    def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
         return []
 
     @property

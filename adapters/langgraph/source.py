@@ -283,7 +283,7 @@ class LangGraphSource:
                 return True
         return False
 
-    def http_routes(self) -> Sequence[BaseRoute]:
+    def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
         return []
 
     async def close(self) -> None:

@@ -152,7 +152,7 @@ class Calls:
             try:
                 while True:
                     left = POLL_S if deadline is None else max(0.0, min(POLL_S, deadline - anyio.current_time()))
-                    view = await client.get(request_id, wait=left)
+                    view = await self.link.wait(client, request_id, left)
                     if view.get("state") not in OPEN_STATES or (
                             deadline is not None and anyio.current_time() >= deadline):
                         break

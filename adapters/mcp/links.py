@@ -6,7 +6,9 @@
   `HITL_BRIDGE_TOKEN`; its long polls ride out a daemon restart.
 - `MountedLink`: a client per call that sends the `/mcp` caller's own bearer token to the
   daemon's own app in-process (`httpx.ASGITransport`: no socket, same checks), so a request
-  is `created_by` that token and `forbid_self_approval` applies to it.
+  is `created_by` that token and `forbid_self_approval` applies to it. A call holding for
+  an answer waits on the core itself (`RequestSink.wait`, the change feed behind long
+  polls), then reads the answer through the API like the remote link does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import httpx
 from hitl_bridge_client import AsyncClient
 
 from bridge.http.hosts import hostname_of_header
+from bridge.ports import RequestSink
 
 
 class BridgeLink(Protocol):
@@ -33,6 +36,10 @@ class BridgeLink(Protocol):
         """Where the bridge is, for messages."""
         ...
 
+    async def wait(self, client: AsyncClient, request_id: str, seconds: float) -> dict[str, Any]:
+        """The request (its API view) once it is closed, or after `seconds` (then still open)."""
+        ...
+
 
 class RemoteLink:
     def __init__(self, client: AsyncClient) -> None:
@@ -45,15 +52,20 @@ class RemoteLink:
     def describe(self) -> str:
         return self._client.base_url
 
+    async def wait(self, client: AsyncClient, request_id: str, seconds: float) -> dict[str, Any]:
+        return await client.get(request_id, wait=seconds)  # a long poll
+
     async def aclose(self) -> None:
         await self._client.aclose()
 
 
 class MountedLink:
-    """Bound to the daemon's app by the first `/mcp` request (`bind`)."""
+    """Given the core when the daemon builds its routes (`sink`); bound to the daemon's app
+    by the first `/mcp` request (`bind`)."""
 
     def __init__(self) -> None:
         self.draining = False
+        self.sink: RequestSink | None = None
         self._http: httpx.AsyncClient | None = None
         self._app: Any = None
 
@@ -75,6 +87,14 @@ class MountedLink:
 
     def describe(self) -> str:
         return "this bridge"
+
+    async def wait(self, client: AsyncClient, request_id: str, seconds: float) -> dict[str, Any]:
+        """Wait on the core, then read the view (the same body a long poll answers); the
+        caller may wait on `request_id` (its own request, or checked by a first read)."""
+        if self.sink is None:
+            raise RuntimeError("the /mcp endpoint has no sink (its routes were not built)")
+        await self.sink.wait(request_id, seconds)
+        return await client.get(request_id)  # NotFound when it is gone, as the long poll says
 
     async def aclose(self) -> None:
         if self._http is not None:

@@ -6,7 +6,8 @@ lives in this source's `run()`; `/mcp` answers 503 until it runs. A session belo
 token that opened it. The daemon's guard has checked `Host` before this sees a request;
 this also refuses cross-site `Origin`s (the MCP spec asks for it) and wrong tokens (401).
 Requests enter through the HTTP intake like any API call (`created_by: api:<token>`),
-so a `type: webhook` source must be configured too.
+so a `type: webhook` source must be configured too; a call holding for the answer waits
+on the core (`RequestSink.wait`), given to this source with its routes.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class McpSource:
     async def deliver(self, outcome: Outcome) -> None:
         return None  # never called: requests asked through MCP belong to the webhook source
 
-    def http_routes(self) -> Sequence[BaseRoute]:
+    def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
+        self.link.sink = sink  # a call holding for an answer waits on the core, not on a long poll
         return [Route(PATH, McpEndpoint(self), methods=["GET", "POST", "DELETE"])]
 
 

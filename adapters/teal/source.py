@@ -96,7 +96,7 @@ class TealSource:
         self.http = httpx.AsyncClient(
             base_url=config.base_url.rstrip("/"), timeout=config.timeout.total_seconds(), follow_redirects=False
         )
-        self.sink: RequestSink | None = None
+        self.sink: RequestSink | None = None  # given with the routes, so the intake works before run()
         # how long the outbox lets one delivery run: the resume call, then reading the task
         self.delivery_timeout = config.resume_timeout + 3 * config.timeout
         self.ambiguous: set[str] = set()  # rejects that got no clear reply (safe to send again)
@@ -108,13 +108,14 @@ class TealSource:
 
     def _sink(self) -> RequestSink:
         if self.sink is None:
-            raise DeliveryError("the Teal source is not running yet")
+            raise DeliveryError("the Teal source has no sink yet (its routes were not built)")
         return self.sink
 
     async def close(self) -> None:
         await self.http.aclose()
 
-    def http_routes(self) -> Sequence[BaseRoute]:
+    def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
+        self.sink = sink
         base = f"/v1/sources/{self.name}/pauses"
         return [
             Route(base, self._intake, methods=["POST"]),
@@ -125,8 +126,6 @@ class TealSource:
     async def _read(self, request: HttpRequest, model: type[BaseModel]) -> BaseModel | JSONResponse:
         if not token_ok(self.settings, request.headers.get("authorization")):
             return _error(401, "missing or wrong bearer token (Authorization: Bearer <one of http.api_tokens>)")
-        if self.sink is None:
-            return _error(503, "the Teal source is starting; try again")
         try:
             raw = json.loads(await request.body())
         except (ValueError, RecursionError):
@@ -142,7 +141,7 @@ class TealSource:
         body = await self._read(request, PauseIntake)
         if isinstance(body, JSONResponse):
             return body
-        assert isinstance(body, PauseIntake) and self.sink is not None
+        assert isinstance(body, PauseIntake)
         try:
             pause = parse_pause(body.reply)
         except InvalidPause as exc:
@@ -196,13 +195,14 @@ class TealSource:
         body = await self._read(request, WithdrawIntake)
         if isinstance(body, JSONResponse):
             return body
-        assert isinstance(body, WithdrawIntake) and self.sink is not None and self.store is not None
+        assert isinstance(body, WithdrawIntake) and self.store is not None
+        sink = self._sink()
         withdrawn: list[str] = []
         async for batch in self.store.pages(RequestQuery(states=tuple(OPEN_STATES), source=self.name)):
             for req in batch:
                 ref = req.source_ref
                 if ref.get("task_id") == body.task_id and ref.get("request_id") == body.request_id and req.external_id:
-                    done = await self.sink.withdraw(self.name, req.external_id, "resolved in Teal Agents")
+                    done = await sink.withdraw(self.name, req.external_id, "resolved in Teal Agents")
                     if done is not None:
                         withdrawn.append(done.id)
         return JSONResponse({"withdrawn": withdrawn})

@@ -18,12 +18,11 @@ from adapters.webhook.egress import CallbackPolicy, CallbackRefused, GuardedTran
 from adapters.webhook.structured import StructuredRequestIn, is_structured, structured_answer, to_native
 from bridge.errors import BridgeError, NotTheSameRequest
 from bridge.http.app import COMPONENTS_KEY, FirstRoute, component_schemas, describe_errors
-from bridge.http.auth import require_api_token, token_name
+from bridge.http.auth import check_api_token, token_name
 from bridge.http.views import request_view_json
 from bridge.models import MAX_CONTEXT_DEPTH, RequestIn, has_lone_surrogate
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.registry import AdapterContext
-from bridge.service import BridgeService
 
 JSON = "application/json"
 
@@ -75,11 +74,13 @@ class WebhookSource:
     def __init__(self, config: WebhookConfig, ctx: AdapterContext) -> None:
         self.name = config.name
         self.config = config
+        self.settings = ctx.settings  # http.* (the tokens) is not reloaded
         http = ctx.settings.http
         # a loopback-only bridge is asked only by local processes, which reach the inside anyway
         self.policy = CallbackPolicy(http.callback_allow, allow_private=http.callback_allow_private
                                      or http.loopback_only)
         self._client: httpx.AsyncClient | None = None
+        self.sink: RequestSink | None = None  # given with the routes
 
     async def run(self, sink: RequestSink) -> None:
         return None  # requests arrive through http_routes()
@@ -118,7 +119,8 @@ class WebhookSource:
         if not 200 <= response.status_code < 300:
             raise DeliveryError(f"callback {callback.url} answered HTTP {response.status_code}")
 
-    def http_routes(self) -> Sequence[BaseRoute]:
+    def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
+        self.sink = sink
         # The hot path of intake: the body is parsed by `intake` rather than by FastAPI's
         # dependency machinery (a third of the per-request cost); the schema is still published.
         router = APIRouter(prefix="/v1", tags=["requests"])
@@ -167,13 +169,14 @@ class WebhookSource:
     async def intake(self, http: Request) -> Response:
         """POST /v1/requests: store the request (or find the one with its external_id) and
         answer with it; 201 when created, 200 when it was known."""
-        await require_api_token(http)
+        authorization = http.headers.get("authorization")
+        check_api_token(self.settings, authorization)
         body = parse_body(await http.body())
         if not isinstance(body, dict):
             raise HTTPException(422, "the body must be a JSON object")
         if has_lone_surrogate(body):
             raise HTTPException(422, "the body holds text that is not valid Unicode (a lone surrogate)")
-        service: BridgeService = http.app.state.bridge
+        assert self.sink is not None  # set with the routes that lead here
         structured = is_structured(body)
         try:
             native = to_native(StructuredRequestIn.model_validate(body)) if structured \
@@ -183,9 +186,9 @@ class WebhookSource:
         refusal = self.policy.refusal(native.callback.url) if native.callback is not None else None
         if refusal is not None:
             raise HTTPException(422, f"callback.url: {refusal}")
-        caller = token_name(http.app.state.settings, http.headers.get("authorization"))
+        caller = token_name(self.settings, authorization)
         try:
-            request, created = await service.submit(
+            request, created = await self.sink.submit(
                 native, source=self.name, format="structured" if structured else "native",
                 created_by=f"api:{caller}" if caller else None,
             )

@@ -37,9 +37,15 @@ def token_ok(settings: Settings, header: str | None) -> bool:
 
 
 async def require_api_token(request: Request) -> None:
-    """FastAPI dependency guarding /v1 (adapters use it for their own /v1 routes too)."""
-    settings: Settings = request.app.state.settings
-    if not token_ok(settings, request.headers.get("authorization")):
+    """FastAPI dependency guarding /v1."""
+    check_api_token(request.app.state.settings, request.headers.get("authorization"))
+
+
+def check_api_token(settings: Settings, header: str | None) -> None:
+    """401 (an HTTPException) unless `header` carries one of http.api_tokens (sources check
+    their own /v1 routes with it, against the settings they were built with: http.* is not
+    reloaded)."""
+    if not token_ok(settings, header):
         raise HTTPException(
             status_code=status.HTTP_401_UNAUTHORIZED,
             detail="missing or wrong bearer token (Authorization: Bearer <one of http.api_tokens>)",
