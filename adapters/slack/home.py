@@ -16,7 +16,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from adapters.slack.calls import SlackCallFailed
 from adapters.slack.text import escape, mrkdwn, plain, slack_date, truncate
-from bridge.models import OPEN_STATES, Request, Responder, utcnow
+from bridge.models import Request, Responder, utcnow
 
 if TYPE_CHECKING:
     from adapters.slack.channel import SlackChannel
@@ -25,7 +25,6 @@ log = logging.getLogger("hitl_bridge.slack")
 
 SHOW_ACTION = "home:show"
 LISTED = 20  # Slack allows 100 blocks in a Home tab
-SCANNED = 1000  # open requests looked at, newest first
 
 
 def home_view(waiting: list[Request]) -> dict[str, Any]:
@@ -56,18 +55,9 @@ class HomeTab:
         app.action(SHOW_ACTION)(self.on_show)
 
     async def waiting_for(self, user_id: str) -> list[Request]:
-        api = self.channel.api
         me = Responder(platform="slack", user_id=user_id)
-        direct = f"slack:@{user_id}"
-        found = []
-        for request in await api.store.list_requests(states=list(OPEN_STATES), limit=SCANNED):
-            posts = [p for p in await api.store.list_posts(request.id, channel=self.channel.name) if p.ok]
-            if any(p.target in (direct, f"slack:{user_id}") for p in posts) or (
-                    posts and request.responders and await api.is_allowed(request, me, via="slack")):
-                found.append(request)
-        far = float("inf")
-        found.sort(key=lambda r: (r.deadline.timestamp() if r.deadline else far, r.created_at.timestamp()))
-        return found
+        return await self.channel.api.waiting_for(me, channel=self.channel.name,
+                                                  here=[f"slack:@{user_id}", f"slack:{user_id}"])
 
     async def publish(self, user_id: str) -> None:
         view = home_view(await self.waiting_for(user_id))

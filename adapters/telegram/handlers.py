@@ -24,6 +24,7 @@ from adapters.telegram.state import PendingReason, Prompt, TokenRecord
 from bridge.durations import format_duration
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, SelfApproval
 from bridge.models import QuestionKind, Request, Responder
+from bridge.outcome import closed_error
 
 if TYPE_CHECKING:
     from adapters.telegram.channel import TelegramChannel
@@ -37,10 +38,9 @@ def responder_of(user: User) -> Responder:
 
 
 def closed_note(request: Request) -> str:
-    who = request.answer.responder.display if request.answer else ""
-    when = request.answer.answered_at.strftime("%Y-%m-%d %H:%M UTC") if request.answer else ""
-    state = {"delivered": "answered", "failed": "closed"}.get(request.state.value, request.state.value)
-    return f"Already {state}" + (f" by {who} at {when}" if who else "") + "."
+    """`Already answered by Ann at …` (the core's wording) for a request that is not open."""
+    text = str(closed_error(request))
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 class Interactions:
