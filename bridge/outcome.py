@@ -133,13 +133,17 @@ def ending(state: RequestState, answer: Answer | None, questions: Sequence[Quest
                    choice=choice, secret=secret, tally=tally)
 
 
+def closed_state(state: str, via: str | None) -> str:
+    """How a closed state reads to a person: a delivery is not news to them, so delivered and
+    a failed delivery of an answer read as answered (or expired, for the timeout rule's)."""
+    if via is not None and state in (RequestState.delivered, RequestState.failed):
+        return "expired" if via == TIMEOUT_VIA else "answered"
+    return state
+
+
 def closed_error(request: Request) -> AlreadyClosed:
     """The refusal for answering a closed request, in the same words on every surface:
-    "already answered by ana at …" (a delivery is not news to a person, so delivered and a
-    failed delivery read as answered, or expired for the timeout rule's answer)."""
+    "already answered by ana at …"."""
     answer = request.answer
-    label = request.state.value
-    if answer is not None and request.state in (RequestState.delivered, RequestState.failed):
-        label = "expired" if answer.via == TIMEOUT_VIA else "answered"
-    return AlreadyClosed(request.id, label, answer.responder.display if answer else None,
-                         answer.answered_at if answer else None)
+    return AlreadyClosed(request.id, closed_state(request.state.value, answer.via if answer else None),
+                         answer.responder.display if answer else None, answer.answered_at if answer else None)

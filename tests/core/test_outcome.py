@@ -19,6 +19,7 @@ from adapters.telegram.handlers import closed_note
 from adapters.telegram.render import closed_text
 from adapters.web.present import decision
 from adapters.web.views import closed_message
+from bridge.cli.answer import closed_text as cli_closed_text
 from bridge.http.views import request_view
 from bridge.models import Answer, Question, QuestionKind, Request, RequestState, Responder
 from bridge.outcome import OutcomeKind, closed_error, outcome_of
@@ -112,6 +113,7 @@ def test_already_closed_reads_the_same_everywhere() -> None:
     assert closed_message(request) == core
     assert closed_note(request) == "Already answered by ana at 2026-05-01 14:02 UTC."
     assert "already answered by ana" in refusal_text(closed_error(request))
+    assert cli_closed_text(request_view(request)).startswith("r_1 is already answered: ")
     timeout = closed(CONFIRM, values={"ok": "yes"}, via="timeout", who=Responder(platform="timeout", user_id="t"))
     assert str(closed_error(timeout)).startswith("already expired")
     assert str(closed_error(closed(CONFIRM, state=RequestState.cancelled))) == "already cancelled"
