@@ -105,6 +105,13 @@ class BridgeAPI(RequestSink, Protocol):
         """Append an audit event (refusals, post failures, ...)."""
         ...
 
+    async def waiting_for(self, responder: Responder, *, channel: str, here: Sequence[str] = (),
+                          named: bool = True) -> list[Request]:
+        """What waits for `responder` on `channel`, the most urgent first: the open requests
+        with a copy on `channel` that was posted to one of `here`, or (when `named`) whose
+        `responders` let them answer. A few store reads, never one per request."""
+        ...
+
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
         """Show an open request (again) on `targets`; every copy is recorded and kept up to
         date like the first ones (a channel's "show it again" command)."""

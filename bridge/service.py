@@ -38,6 +38,7 @@ from bridge.models import (
 )
 from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
+from bridge.outcome import closed_error
 from bridge.people import SHARED_PASSWORD, People, canonical_target
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
@@ -45,6 +46,7 @@ from bridge.rules import Judged, asked_by, judge, route_in_force, snapshot
 from bridge.store.base import Store, StoreError, Vote
 from bridge.store.query import RequestQuery
 from bridge.timers import initial_timers
+from bridge.waiting import waiting_for
 
 log = logging.getLogger("hitl_bridge")
 
@@ -311,6 +313,10 @@ class BridgeService:
                     log.exception("resolving responders entry %s failed", entry)
         return False
 
+    async def waiting_for(self, responder: Responder, *, channel: str, here: Sequence[str] = (),
+                          named: bool = True) -> list[Request]:
+        return await waiting_for(self.store, self.is_allowed, responder, channel=channel, here=here, named=named)
+
     def validate(self, request: Request, values: dict[str, Any]) -> dict[str, Any]:
         """Normalise values against the questions; raise AnswerRejected naming the question."""
         if not isinstance(values, dict):
@@ -447,12 +453,7 @@ class BridgeService:
         return updated
 
     def _closed(self, request: Request) -> AlreadyClosed:
-        by = request.answer.responder.display if request.answer else None
-        at = request.answer.answered_at if request.answer else None
-        label = request.state.value
-        if request.answer is not None and request.state in (RequestState.delivered, RequestState.failed):
-            label = "expired" if request.answer.via == "timeout" else "answered"  # delivery is not news to a person
-        return AlreadyClosed(request.id, label, by, at)
+        return closed_error(request)
 
     def _after_close(self, request: Request) -> None:
         for hook in self.on_answered:

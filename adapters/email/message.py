@@ -16,6 +16,8 @@ from typing import Literal
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from bridge.models import QuestionKind, Request, fit_json
+from bridge.outcome import OutcomeKind
+from bridge.outcome import outcome_of as outcome_of_request
 
 Kind = Literal["new", "reminder", "resolved"]
 TEMPLATES = Path(__file__).parent / "templates"
@@ -114,16 +116,13 @@ def request_mail(request: Request, *, to: Address, sender: Address, link: str, k
 
 
 def outcome_of(request: Request) -> str:
-    """How a closed request ended, as one sentence: "Approved by ana at 14:02 UTC"."""
-    answer = request.answer
-    if answer is not None:
-        confirm = next((q for q in request.questions if q.kind is QuestionKind.confirm), None)
-        value = answer.values.get(confirm.id) if confirm else None
-        verb = {"yes": "Approved", "no": "Rejected"}.get(str(value), "Answered")
-        if answer.via == "timeout":
-            verb = f"{verb} by the timeout rule"
-            return f"{verb} at {answer.answered_at.strftime('%H:%M UTC')}"
-        reason = f" — {answer.reason}" if answer.reason else ""
-        return f"{verb} by {answer.responder.display} at {answer.answered_at.strftime('%H:%M UTC')}{reason}"
-    return {"cancelled": "Cancelled", "expired": "Expired without an answer"}.get(
-        request.state.value, request.state.value.capitalize()) + (f": {request.error}" if request.error else "")
+    """How a closed request ended, as one sentence (the core's words, `bridge.outcome`):
+    "Approved by ana at 14:02 UTC"."""
+    ended = outcome_of_request(request)
+    if ended is None:
+        return ""
+    if ended.answered or ended.kind is OutcomeKind.expired_with_default:
+        at = f" at {ended.at.strftime('%H:%M UTC')}" if ended.at else ""
+        reason = f" — {ended.reason}" if ended.reason else ""
+        return f"{ended.headline}{at}{reason}"
+    return ended.headline + (f": {ended.reason}" if ended.reason else "")

@@ -26,6 +26,8 @@ from adapters.mcp.requests import (
     REQUEST_APPROVAL,
     WHY_NOT,
 )
+from bridge.models import Answer, Question, RequestState
+from bridge.outcome import Outcome, ending
 
 OPEN_STATES = ("pending", "posted")
 
@@ -68,8 +70,16 @@ def closing_of(view: dict[str, Any]) -> Closing:
     if answer.via == "timeout":
         summary = "Nobody answered in time; the route's on_timeout rule answered instead."
     else:
-        summary = f"{who} answered through {answer.via}."
+        summary = f"{_ended(view).headline} (through {answer.via})."
     return Closing(request_id, state, True, answer.values, who, handle, answer.via, answer.reason, summary)
+
+
+def _ended(view: dict[str, Any]) -> Outcome:
+    """The core's outcome of an answered request's view (its questions say approved or
+    rejected)."""
+    questions = [Question.model_validate(q) for q in view.get("questions") or []]
+    answer = Answer.model_validate(view["answer"])
+    return ending(RequestState(view["state"]), answer, questions, answer.values)
 
 
 def result_for(view: dict[str, Any]) -> CallToolResult:

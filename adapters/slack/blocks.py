@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.slack.text import clock, escape, mrkdwn, plain, show_value, slack_date, truncate, who
-from bridge.models import Question, QuestionKind, Request, RequestState
+from bridge.models import Question, QuestionKind, Request
+from bridge.outcome import OutcomeKind, outcome_of
 
 ACTION_PREFIX = "hitl:"
 APPROVE = "hitl:approve"
@@ -189,33 +190,28 @@ def _footer(request: Request) -> dict[str, Any]:
 
 
 def outcome_text(request: Request) -> str:
-    """One line saying how the request ended; never shows a secret value."""
+    """One line saying how the request ended (the core's words, `bridge.outcome`); never
+    shows a secret value."""
+    ended = outcome_of(request)
+    if ended is None:
+        return ""
+    kind = ended.kind
+    at = clock(ended.at, request.created_at) if ended.at else ""
+    if kind in (OutcomeKind.cancelled, OutcomeKind.failed):
+        reason = f": {escape(truncate(ended.reason, 500))}" if ended.reason else ""
+        if kind is OutcomeKind.failed:
+            return f":warning: {ended.headline}{reason}"
+        return f":no_entry_sign: {ended.headline} at {at}{reason}"
+    if kind is OutcomeKind.expired:
+        return f":alarm_clock: {ended.headline} at {at}"
+    if kind is OutcomeKind.expired_with_default:
+        return f":alarm_clock: {ended.headline} at {at} ({_short_values(request)})"
     answer = request.answer
-    state = request.state
-    if state is RequestState.cancelled:
-        reason = f": {escape(truncate(request.error, 500))}" if request.error else ""
-        return f":no_entry_sign: Cancelled at {clock(request.updated_at, request.created_at)}{reason}"
-    if state is RequestState.failed and answer is None:
-        reason = f": {escape(truncate(request.error, 500))}" if request.error else ""
-        return f":warning: Failed{reason}"
-    if answer is None or (state is RequestState.expired and answer.via == "timeout"):
-        text = f":alarm_clock: Expired at {clock(request.updated_at, request.created_at)}"
-        if answer is not None:
-            text += f" (answered by the timeout rule: {_short_values(request)})"
-        return text
-    by = f"{who(answer.responder)} at {clock(answer.answered_at, request.created_at)}"
-    reason = f" — reason: {escape(truncate(answer.reason, 500))}" if answer.reason else ""
-    question = request.questions[0] if len(request.questions) == 1 else None
-    if question is not None and question.kind is QuestionKind.confirm:
-        if answer.values.get(question.id) == "yes":
-            return f":white_check_mark: Approved by {by}{reason}"
-        return f":x: Rejected by {by}{reason}"
-    if question is not None and question.kind is QuestionKind.choice:
-        chosen = escape(truncate(show_value(answer.values.get(question.id, "")), 200))
-        return f":white_check_mark: *{chosen}* chosen by {by}{reason}"
-    if question is not None and question.kind is QuestionKind.secret:
-        return f":lock: Secret provided by {by}"
-    return f":white_check_mark: Answered by {by}{reason}"
+    by = who(answer.responder) if answer is not None else escape(ended.who)
+    chosen = f"*{escape(truncate(ended.choice, 200))}*" if ended.choice is not None else None
+    reason = f" — reason: {escape(truncate(ended.reason, 500))}" if ended.reason and not ended.secret else ""
+    icon = {OutcomeKind.rejected: ":x:"}.get(kind, ":lock:" if ended.secret else ":white_check_mark:")
+    return f"{icon} {ended.words(who=by, choice=chosen)} at {at}{reason}"
 
 
 def _short_values(request: Request) -> str:

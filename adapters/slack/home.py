@@ -21,8 +21,6 @@ from bridge.models import Request, Responder, utcnow
 
 log = logging.getLogger("hitl_bridge.slack")
 
-SCANNED = 1000  # open requests looked at, newest first
-
 
 class HomeTab:
     """Bolt listeners for the Home tab and its "Send to my DM" buttons."""
@@ -36,16 +34,7 @@ class HomeTab:
 
     async def waiting_for(self, user_id: str) -> list[Request]:
         me = Responder(platform="slack", user_id=user_id)
-        direct = f"slack:@{user_id}"
-        found = []
-        for request in await self.port.open_requests(limit=SCANNED):
-            shown_at = await self.port.shown_at(request.id)
-            if any(target in (direct, f"slack:{user_id}") for target in shown_at) or (
-                    shown_at and request.responders and await self.port.may_answer(request, me)):
-                found.append(request)
-        far = float("inf")
-        found.sort(key=lambda r: (r.deadline.timestamp() if r.deadline else far, r.created_at.timestamp()))
-        return found
+        return await self.port.waiting_for(me, here=[f"slack:@{user_id}", f"slack:{user_id}"])
 
     async def publish(self, user_id: str) -> None:
         view = home_view(await self.waiting_for(user_id), utcnow())

@@ -40,6 +40,7 @@ from adapters.slack.port import ListenerPort
 from adapters.slack.text import clock, escape, truncate
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound, SelfApproval
 from bridge.models import InvalidAnswer, QuestionKind, Request, Responder
+from bridge.outcome import closed_error
 
 log = logging.getLogger("hitl_bridge.slack")
 
@@ -219,10 +220,7 @@ class Interactions:
 
     @staticmethod
     def _closed(request: Request) -> AlreadyClosed:
-        answer = request.answer
-        return AlreadyClosed(request.id, request.state.value,
-                             answer.responder.display if answer else None,
-                             answer.answered_at if answer else None)
+        return closed_error(request)
 
     # view_submission --------------------------------------------------------------------------------
     async def on_answer_view(self, ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:

@@ -8,13 +8,13 @@ object of this shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from adapters.slack.copies import THREAD_NS
 from adapters.slack.directory import Directory
 from adapters.slack.sender import SlackSender
-from bridge.models import OPEN_STATES, Request, Responder
+from bridge.models import Request, Responder
 from bridge.ports import BridgeAPI
 
 VIA = "slack"
@@ -40,12 +40,8 @@ class ListenerPort(Protocol):
         """Note on the request's history that `responder` was turned away."""
         ...
 
-    async def open_requests(self, limit: int) -> list[Request]:
-        """Open requests, newest first."""
-        ...
-
-    async def shown_at(self, request_id: str) -> list[str]:
-        """The Slack targets a request was posted to."""
+    async def waiting_for(self, responder: Responder, here: Sequence[str]) -> list[Request]:
+        """What waits for `responder` in Slack, the most urgent first (the core's one query)."""
         ...
 
     async def show_in_dm(self, request: Request, user_id: str) -> None:
@@ -96,11 +92,8 @@ class ChannelPort:
         await self._bridge().note(request.id, "refused", responder.key,
                                   {"name": responder.name, "via": VIA, "reason": reason})
 
-    async def open_requests(self, limit: int) -> list[Request]:
-        return await self._bridge().store.list_requests(states=list(OPEN_STATES), limit=limit)
-
-    async def shown_at(self, request_id: str) -> list[str]:
-        return [p.target for p in await self._bridge().store.list_posts(request_id, channel=VIA) if p.ok]
+    async def waiting_for(self, responder: Responder, here: Sequence[str]) -> list[Request]:
+        return await self._bridge().waiting_for(responder, channel=VIA, here=here)
 
     async def show_in_dm(self, request: Request, user_id: str) -> None:
         await self._bridge().post(request, [f"slack:@{user_id}"])

@@ -23,6 +23,7 @@ from adapters.telegram.sender import SendError
 from adapters.telegram.sessions import Sessions
 from adapters.telegram.state import PendingReason, Prompt, TokenRecord
 from bridge.models import QuestionKind, Request, Responder
+from bridge.outcome import closed_error
 
 if TYPE_CHECKING:
     from adapters.telegram.desk import Desk
@@ -32,10 +33,9 @@ Context = ContextTypes.DEFAULT_TYPE
 
 
 def closed_note(request: Request) -> str:
-    who = request.answer.responder.display if request.answer else ""
-    when = request.answer.answered_at.strftime("%Y-%m-%d %H:%M UTC") if request.answer else ""
-    state = {"delivered": "answered", "failed": "closed"}.get(request.state.value, request.state.value)
-    return f"Already {state}" + (f" by {who} at {when}" if who else "") + "."
+    """`Already answered by Ann at …` (the core's wording) for a request that is not open."""
+    text = str(closed_error(request))
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 class Interactions:

@@ -16,13 +16,12 @@ from telegram import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 from adapters.telegram import keyboards as kb
 from adapters.telegram.state import TokenRecord
 from adapters.telegram.texts import waiting_list
-from bridge.models import OPEN_STATES, Request, Responder
+from bridge.models import Request, Responder
 
 if TYPE_CHECKING:
     from adapters.telegram.desk import Desk
 
 LISTED = 20  # requests named (and buttons) in one /pending answer
-SCANNED = 1000  # open requests looked at, newest first
 RESHOW_EVERY_S = 30.0  # one fresh copy per request and chat in this time (a group's members may all press)
 
 
@@ -35,20 +34,9 @@ class PendingList:
         """Open requests with a copy in this chat, and in a private chat also those that name
         this person (or a group of theirs) in `responders` and were posted to Telegram: the
         most urgent first."""
-        store = self.desk.bridge.store
-        here = f"telegram:{chat_id}"
         me = Responder(platform="telegram", user_id=str(user_id))
-        private = chat_id == user_id
-        found = []
-        for request in await store.list_requests(states=list(OPEN_STATES), limit=SCANNED):
-            posts = [p for p in await store.list_posts(request.id, channel="telegram") if p.ok]
-            if any(p.target == here for p in posts) or (
-                    private and posts and request.responders
-                    and await self.desk.bridge.is_allowed(request, me, via="telegram")):
-                found.append(request)
-        far = float("inf")
-        found.sort(key=lambda r: (r.deadline.timestamp() if r.deadline else far, r.created_at.timestamp()))
-        return found
+        return await self.desk.bridge.waiting_for(me, channel="telegram", here=[f"telegram:{chat_id}"],
+                                                  named=chat_id == user_id)
 
     async def reply(self, chat_id: int, user_id: int) -> None:
         waiting = await self.waiting_in(chat_id, user_id)

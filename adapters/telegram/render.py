@@ -17,7 +17,8 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from bridge.models import FormField, Question, QuestionKind, Request, RequestState
+from bridge.models import FormField, Question, QuestionKind, Request
+from bridge.outcome import OutcomeKind, outcome_of
 
 TEXT_LIMIT = 4096
 CUT_MARK = "…(truncated)"
@@ -159,33 +160,27 @@ def request_text(request: Request, note: str = "", notes: Sequence[str] = ()) ->
 
 
 def outcome_line(request: Request) -> str:
-    """One line (HTML) saying how the request ended, by whom and when, secrets hidden."""
-    answer = request.answer
-    state = request.state
-    if answer is not None and state in (RequestState.answered, RequestState.delivered, RequestState.expired):
-        who = esc(answer.responder.display)
-        at = when(answer.answered_at)
-        values = request.redacted_answer() or {}
-        if answer.via == "timeout":
-            head = f"⌛ Expired at {at}; default answer applied"
-        elif _rejected(request, values):
-            head = f"❌ Rejected by {who} at {at}"
-        elif _approved(request, values):
-            head = f"✅ Approved by {who} at {at}"
-        else:
-            head = f"✅ Answered by {who} at {at}"
-        shown = [f"{esc(k)}: {esc(_short(v))}" for k, v in values.items() if not _is_confirm(request, k)]
-        tail = ("\n" + "\n".join(shown)) if shown else ""
-        reason = f"\nReason: {esc(answer.reason)}" if answer.reason else ""
-        return head + reason + tail
-    if state is RequestState.expired:
-        return f"⌛ Expired at {when(request.updated_at)} without an answer"
-    if state is RequestState.cancelled:
-        why = f": {esc(request.error)}" if request.error else ""
-        return f"🚫 Cancelled at {when(request.updated_at)}{why}"
-    if state is RequestState.failed:
-        return f"⚠️ Failed: {esc(request.error or 'unknown error')}"
-    return ""
+    """One line (HTML) saying how the request ended, by whom and when (the core's words,
+    `bridge.outcome`), then the answer's values, secrets hidden."""
+    ended = outcome_of(request)
+    if ended is None:
+        return ""
+    at = when(ended.at)
+    if ended.kind in (OutcomeKind.cancelled, OutcomeKind.failed):
+        if ended.kind is OutcomeKind.failed:
+            return f"⚠️ {ended.headline}: {esc(ended.reason or 'unknown error')}"
+        why = f": {esc(ended.reason)}" if ended.reason else ""
+        return f"🚫 {ended.headline} at {at}{why}"
+    if ended.kind is OutcomeKind.expired:
+        return f"⌛ {ended.headline} at {at}"
+    icon = {OutcomeKind.expired_with_default: "⌛", OutcomeKind.rejected: "❌"}.get(
+        ended.kind, "🔒" if ended.secret else "✅")
+    head = f"{icon} {esc(ended.words())} at {at}"
+    values = request.redacted_answer() or {}
+    shown = [f"{esc(k)}: {esc(_short(v))}" for k, v in values.items() if not _is_confirm(request, k)]
+    tail = ("\n" + "\n".join(shown)) if shown else ""
+    reason = f"\nReason: {esc(ended.reason)}" if ended.reason else ""
+    return head + reason + tail
 
 
 def closed_text(request: Request) -> str:
@@ -222,11 +217,3 @@ def _short(value: Any, limit: int = 300) -> str:
 def _is_confirm(request: Request, question_id: str) -> bool:
     question = request.question(question_id)
     return question is not None and question.kind is QuestionKind.confirm and len(request.questions) == 1
-
-
-def _rejected(request: Request, values: dict[str, Any]) -> bool:
-    return any(_is_confirm(request, k) and v == "no" for k, v in values.items())
-
-
-def _approved(request: Request, values: dict[str, Any]) -> bool:
-    return any(_is_confirm(request, k) and v == "yes" for k, v in values.items())

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bridge.models import Question, QuestionKind, Request, RequestState
+from bridge.models import Question, QuestionKind, Request
+from bridge.outcome import OutcomeKind, outcome_of
 
 #: how a channel name reads in a sentence ("… via Slack", "… in the inbox")
 VIA = {"slack": "via Slack", "telegram": "via Telegram", "web": "in the inbox", "email": "by email",
@@ -31,59 +32,32 @@ class Decision:
 
     tone: str
     icon: str
-    verb: str
-    by: str = ""
+    verb: str  # the core's words, who included ("Rejected by ana")
     via: str = ""
     at: datetime | None = None
     reason: str = ""
 
     @property
     def sentence(self) -> str:
-        parts = [self.verb]
-        if self.by:
-            parts.append(f"by {self.by}")
-        if self.via:
-            parts.append(self.via)
-        return " ".join(parts)
+        return f"{self.verb} {self.via}" if self.via else self.verb
 
 
-def _confirm_values(request: Request, values: dict[str, Any]) -> list[str]:
-    return [str(values.get(q.id)) for q in request.questions
-            if q.kind is QuestionKind.confirm and q.id in values]
+_TONE = {OutcomeKind.expired_with_default: "expired"}
+_ICON = {OutcomeKind.approved: "check", OutcomeKind.rejected: "x", OutcomeKind.answered: "check",
+         OutcomeKind.expired: "clock", OutcomeKind.expired_with_default: "clock", OutcomeKind.cancelled: "ban",
+         OutcomeKind.failed: "alert"}
 
 
 def decision(request: Request) -> Decision | None:
-    """The decision of a closed request; None while it is open."""
-    if request.is_open:
+    """The decision of a closed request (the core's words, `bridge.outcome`); None while it
+    is open."""
+    ended = outcome_of(request)
+    if ended is None:
         return None
-    answer = request.answer
-    if answer is None:
-        if request.state is RequestState.cancelled:
-            return Decision("cancelled", "ban", "Cancelled", at=request.updated_at, reason=request.error or "")
-        if request.state is RequestState.failed:
-            return Decision("failed", "alert", "Failed", at=request.updated_at, reason=request.error or "")
-        return Decision("expired", "clock", "Expired without an answer", at=request.updated_at)
-    values = request.redacted_answer() or {}
-    confirms = _confirm_values(request, values)
-    if answer.via == "timeout":
-        outcome = "rejected" if "no" in confirms else "approved" if confirms else "answered"
-        verb = {"rejected": "Rejected", "approved": "Approved"}.get(outcome, "Answered")
-        return Decision("expired", "clock", f"Expired: {verb.lower()} by the timeout rule", at=answer.answered_at)
-    who = answer.responder.display
-    via = VIA.get(answer.via, f"via {answer.via}")
-    reason = answer.reason or ""
-    if "no" in confirms:
-        return Decision("rejected", "x", "Rejected", who, via, answer.answered_at, reason)
-    if confirms and len(confirms) == len(request.questions):
-        return Decision("approved", "check", "Approved", who, via, answer.answered_at, reason)
-    if len(request.questions) == 1:
-        question = request.questions[0]
-        if question.kind is QuestionKind.choice:
-            return Decision("answered", "check", f"“{values.get(question.id, '')}” chosen", who, via,
-                            answer.answered_at, reason)
-        if question.kind is QuestionKind.secret:
-            return Decision("answered", "lock", "Secret provided", who, via, answer.answered_at, reason)
-    return Decision("answered", "check", "Answered", who, via, answer.answered_at, reason)
+    tone = _TONE.get(ended.kind, ended.kind.value)
+    icon = "lock" if ended.secret else _ICON[ended.kind]
+    via = VIA.get(ended.via, f"via {ended.via}") if ended.answered else ""
+    return Decision(tone, icon, ended.headline, via=via, at=ended.at, reason=ended.reason)
 
 
 # context as a tree ----------------------------------------------------------------------

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bridge.errors import AlreadyClosed
 from bridge.models import Event, QuestionKind, Request, RequestState
+from bridge.outcome import closed_error
 from bridge.store.base import OutboxItem, Vote
 
 # the state filter of the list: a name in the URL → the states it shows
@@ -170,6 +170,4 @@ def edit_default(value: Any) -> str:
 
 def closed_message(request: Request) -> str:
     """`already answered by X at T` (the core's wording) for a request that is not open."""
-    answer = request.answer
-    return str(AlreadyClosed(request.id, request.state.value, answer.responder.display if answer else None,
-                             answer.answered_at if answer else None))
+    return str(closed_error(request))

@@ -145,8 +145,10 @@ def ask(view: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 
 
 def closed_text(view: dict[str, Any]) -> str:
-    text = f"{view.get('id')} is already {view.get('state')}"
+    from bridge.outcome import closed_state
+
     answer = view.get("answer")
+    text = f"{view.get('id')} is already {closed_state(str(view.get('state')), answer.get('via') if answer else None)}"
     if answer:
         by = render.responder_text(answer.get("responder") or {})
         text += (f": {render.values_text(answer.get('values'))} by {by}"

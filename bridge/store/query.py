@@ -34,6 +34,10 @@ class RequestQuery:
     responders_any: tuple[str, ...] = ()
     #: none of these voters has a vote recorded on the request (quorum votes)
     not_voted_by: tuple[str, ...] = ()
+    #: a copy went out on this channel (a post recorded as ok)
+    posted_on: str | None = None
+    #: ... to one of these targets (`telegram:42`); only with `posted_on`
+    posted_to: tuple[str, ...] = ()
     #: a keyset cursor: only requests listed after this (created_at, id) in the newest-first order
     before: tuple[datetime, str] | None = None
 
@@ -42,6 +46,10 @@ class RequestQuery:
             raise ValueError(f"search text is limited to {MAX_TEXT} characters")
         if len(self.responders_any) > MAX_ENTRIES or len(self.not_voted_by) > MAX_ENTRIES:
             raise ValueError(f"at most {MAX_ENTRIES} responders entries or voters")
+        if self.posted_to and not self.posted_on:
+            raise ValueError("posted_to needs posted_on (the channel of those targets)")
+        if len(self.posted_to) > MAX_ENTRIES:
+            raise ValueError(f"at most {MAX_ENTRIES} targets")
 
 
 def _like(text: str) -> str:
@@ -85,6 +93,12 @@ def sqlite_where(query: RequestQuery) -> tuple[list[str], list[Any]]:
         where.append("NOT EXISTS (SELECT 1 FROM votes WHERE votes.request_id = requests.id "
                      f"AND votes.voter IN ({','.join('?' * len(voters))}))")
         args.extend(voters)
+    if query.posted_on:
+        targets = sorted(set(query.posted_to))
+        where.append("EXISTS (SELECT 1 FROM posts WHERE posts.request_id = requests.id AND posts.channel = ? "
+                     "AND posts.ok" + (f" AND posts.target IN ({','.join('?' * len(targets))})" if targets else "")
+                     + ")")
+        args.extend([query.posted_on, *targets])
     if query.before is not None:
         where.append("(created_at, id) < (?, ?)")
         args.extend([ts(query.before[0]), query.before[1]])
@@ -134,6 +148,11 @@ def postgres_where(query: RequestQuery, args: list[Any], *, encode: Any = str) -
         voters = sorted({encode(v) for v in query.not_voted_by})
         where.append(f"NOT EXISTS (SELECT 1 FROM votes WHERE votes.request_id = requests.id "
                      f"AND votes.voter = ANY({arg(voters)}::text[]))")
+    if query.posted_on:
+        targets = sorted({encode(t) for t in query.posted_to})
+        where.append(f"EXISTS (SELECT 1 FROM posts WHERE posts.request_id = requests.id "
+                     f"AND posts.channel = {arg(encode(query.posted_on))} AND posts.ok"
+                     + (f" AND posts.target = ANY({arg(targets)}::text[])" if targets else "") + ")")
     if query.before is not None:
         where.append(f"(created_at, id) < ({arg(query.before[0])}::timestamptz, {arg(encode(query.before[1]))}::text)")
     return where
@@ -150,7 +169,8 @@ _NEWEST = "ORDER BY created_at DESC, id DESC"
 
 def is_plain(query: RequestQuery) -> bool:
     """Only states (and voters): the counts kept by the store's triggers answer it."""
-    return not (query.source or query.route or query.text or query.responders_any or query.before)
+    return not (query.source or query.route or query.text or query.responders_any or query.posted_on
+                or query.before)
 
 
 def _is_state(state: str) -> str:

@@ -48,7 +48,7 @@ async def test_every_tool_answered_through_the_api(tmp_path: Path) -> None:
             "request_id": request["id"], "state": "answered", "answered": True,
             "values": {"region": "us", "note": "latency"},
             "answered_by": "ana", "handle": "api:ops", "via": "api", "reason": None,
-            "summary": "ana answered through api."}
+            "summary": "Answered by ana (through api)."}
         assert json.loads(text(result)) == result.structured_content
         asked = await stored(bridge, request["id"])
         assert asked.engine == "mcp" and asked.created_by == "api:agent" and asked.context == {"service": "api"}

@@ -122,7 +122,7 @@ def test_outcomes_replace_the_controls() -> None:
     choice = make_request({"kind": "choice", "prompt": "?", "options": ["eu", "us"]})
     assert "*us* chosen by <@U0ALICE>" in all_text(request_blocks(answered(choice, {"answer": "us"})))
     expired = request.model_copy(update={"state": RequestState.expired})
-    assert "Expired at 14:02 UTC" in all_text(request_blocks(expired))
+    assert "Expired without an answer at 14:02 UTC" in all_text(request_blocks(expired))
     cancelled = request.model_copy(update={"state": RequestState.cancelled, "error": "run deleted"})
     text = all_text(request_blocks(cancelled))
     assert "Cancelled" in text and "run deleted" in text

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from bridge.models import Callback, RequestState
+from bridge.models import Callback, Post, RequestState
 from bridge.store import Store, Vote
 from bridge.store.query import RequestQuery
 from tests.store.helpers import at, make_request
@@ -94,6 +94,33 @@ async def test_waiting_for_someone_by_responders_entries_and_votes(store: Store)
     assert await _ids(store, RequestQuery(responders_any=("person:zoe",))) == []
     assert await _ids(store, RequestQuery(states=OPEN, not_voted_by=("person:ana",))) == [
         nobody.id, by_handle.id, by_group.id, named.id]
+
+
+async def test_waiting_on_a_channel_by_the_copies_that_went_out(store: Store) -> None:
+    """`posted_on`/`posted_to`: the Slack Home tab's and Telegram /pending's one read (no
+    store call per request): only copies that went out (ok) count, on that channel."""
+    here = make_request(created=1)
+    elsewhere = make_request(created=2)
+    failed = make_request(created=3)
+    other_channel = make_request(created=4)
+    never = make_request(created=5)
+    closed = make_request(created=6, state=RequestState.answered)
+    for request in (here, elsewhere, failed, other_channel, never, closed):
+        await store.create_request(request)
+    await store.add_post(Post(request_id=here.id, channel="telegram", target="telegram:42", at=at(1)))
+    await store.add_post(Post(request_id=here.id, channel="telegram", target="telegram:7", at=at(1)))
+    await store.add_post(Post(request_id=elsewhere.id, channel="telegram", target="telegram:7", at=at(2)))
+    await store.add_post(Post(request_id=failed.id, channel="telegram", target="telegram:42", ok=False,
+                              error="chat not found", at=at(3)))
+    await store.add_post(Post(request_id=other_channel.id, channel="slack", target="telegram:42", at=at(4)))
+    await store.add_post(Post(request_id=closed.id, channel="telegram", target="telegram:42", at=at(6)))
+    on_telegram = RequestQuery(states=OPEN, posted_on="telegram")
+    assert await _ids(store, on_telegram) == [elsewhere.id, here.id]
+    assert await _ids(store, replace(on_telegram, posted_to=("telegram:42",))) == [here.id]
+    assert await _ids(store, replace(on_telegram, posted_to=("telegram:1", "telegram:7"))) == [elsewhere.id, here.id]
+    assert await store.count_requests(replace(on_telegram, states=())) == {"pending": 2, "answered": 1}
+    with pytest.raises(ValueError, match="posted_on"):
+        RequestQuery(posted_to=("telegram:42",))
 
 
 async def test_oversized_queries_are_refused_before_the_store() -> None:

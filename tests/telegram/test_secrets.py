@@ -48,7 +48,7 @@ async def test_secret_in_a_group_goes_to_private_chat(tmp_path: Path, fake: Fake
         assert request.redacted_answer() == {"pw": "[secret]"}
         secret_message = next(m for (c, _), m in fake.messages.items() if c == 42 and m.get("text") == SECRET)
         assert (42, secret_message["message_id"]) in fake.deleted
-        await fake.wait_for(lambda: "Answered by Ann" in fake.message(-1001, message["message_id"])["text"])
+        await fake.wait_for(lambda: "Secret provided by Ann" in fake.message(-1001, message["message_id"])["text"])
         assert SECRET not in fake.message(-1001, message["message_id"])["text"]
     assert_nowhere(SECRET, fake, tmp_path, caplog)
 
