@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bridge.models import RequestState
 from tests.fakes.slack_api import FakeSlack
-from tests.harness import wait_for
+from tests.harness import state_is, wait_for
 from tests.slack.conftest import confirm_body, slack_bridge
 
 
@@ -24,6 +25,8 @@ async def test_home_tab_lists_what_waits_for_you_and_sends_it_to_your_dm(tmp_pat
         await b.message_of(later)
         await b.person.click(await b.message_of(answered), "hitl:approve")
         await b.closed(answered)
+        for rid in (soon, later):  # what the tab lists is what the store has recorded as posted
+            await wait_for(lambda: state_is(b.daemon, rid, RequestState.posted))  # noqa: B023
 
         assert (await b.person.send(b.person.home_opened())).status_code == 200
         shown = await wait_for(lambda: "Deploy api" in home_text(fake, "U0ALICE") and home_text(fake, "U0ALICE"))
@@ -52,6 +55,7 @@ async def test_home_click_for_someone_else_or_a_closed_request_posts_nothing(tmp
     async with slack_bridge(tmp_path, fake, route=route) as b:
         rid = await b.create(confirm_body(title="Deploy api"))
         await b.message_of(rid)
+        await wait_for(lambda: state_is(b.daemon, rid, RequestState.posted))  # recorded, not only sent
         await b.person.send(b.person.home_opened())
         await wait_for(lambda: "Deploy api" in home_text(fake, "U0ALICE"))
         # Mallory replays Alice's button from a payload of her own (signed: Slack sent it)
