@@ -5,16 +5,22 @@ and a group that cannot be posted to is recorded as a failed copy with the reaso
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from hitl_bridge_client import AsyncClient
 
 from bridge.cli import render
 from bridge.models import RequestState
 from tests.fakes.slack_api import FakeSlack
-from tests.harness import wait_for
+from tests.harness import state_is, wait_for
 from tests.slack.conftest import confirm_body, slack_bridge
 
 MANAGERS = {"S0MANAGERS": ("eng-managers", ["U0ALICE", "U0BOB"]), "S0EMPTY": ("nobody-here", [])}
+
+
+async def _both_recorded(b: Any, rid: str) -> list[Any] | None:
+    posts = await b.daemon.store.list_posts(rid)
+    return posts if len(posts) == 2 else None
 
 
 async def test_each_member_of_a_group_gets_a_dm_and_every_copy_is_updated(tmp_path: Path) -> None:
@@ -24,10 +30,11 @@ async def test_each_member_of_a_group_gets_a_dm_and_every_copy_is_updated(tmp_pa
             rid = await b.create(confirm_body())
             alice_dm = await b.message_of(rid, "D0ALICE")
             await b.message_of(rid, "D0BOB")
-            posts = await b.daemon.store.list_posts(rid)
+            # a copy is recorded once Slack has answered: wait for the store, not only the fake
+            posts = await wait_for(lambda: _both_recorded(b, rid), 10)
             assert sorted(p.ref["channel"] for p in posts) == ["D0ALICE", "D0BOB"]
             assert {p.target for p in posts} == {"slack:@eng-managers"} and all(p.ok for p in posts)
-            assert (await b.stored(rid)).state is RequestState.posted
+            await wait_for(lambda: state_is(b.daemon, rid, RequestState.posted))
             events = await b.daemon.store.list_events(rid)
             assert [e.data["targets"] for e in events if e.kind == "posted"] == [["slack:@eng-managers"]]
 
