@@ -102,6 +102,16 @@ class ChannelSpec:
         return isinstance(section, Mapping) and self.enabled(section)
 
 
+def on_by_token(name: str, title: str, key: str = "bot_token") -> dict[str, Any]:
+    """`enabled`, `off_reason` and `off_fix` of a channel switched on by a token in its section
+    (an unset `${…_BOT_TOKEN:-}` leaves it off)."""
+    def off_reason(section: Mapping[str, Any]) -> str | None:
+        return None if section.get(key) else f"the {name}: section's {key} is empty, so {title} is off"
+
+    return {"enabled": lambda section: bool(section.get(key)), "off_reason": off_reason,
+            "off_fix": f"set {name}.{key}"}
+
+
 def _spec_packages() -> list[str]:
     package = importlib.import_module(ADAPTERS_PACKAGE)
     names: set[str] = set()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.specs import ChannelSpec, HandleError
+from bridge.specs import ChannelSpec, HandleError, on_by_token
 
 #: the environment variable naming the default route's Slack target (bridge.env_routes)
 CHANNEL_ENV = "SLACK_CHANNEL"
@@ -45,17 +45,11 @@ def env_section(env: Mapping[str, str]) -> dict[str, Any] | None:
             "app_token": env.get("SLACK_APP_TOKEN", "")}
 
 
-def _off_reason(section: Mapping[str, Any]) -> str | None:
-    return None if section.get("bot_token") else "the slack: section's bot_token is empty, so Slack is off"
-
-
 SPEC = ChannelSpec(
     name="slack",
     factory="adapters.slack:build_channel",
     order=1,
-    enabled=lambda section: bool(section.get("bot_token")),
-    off_reason=_off_reason,
-    off_fix="set slack.bot_token",
+    **on_by_token("slack", "Slack"),
     missing_fix="add a slack: section with bot_token and signing_secret (or app_token)",
     normalize=normalize,
     person_hint="slack:U…",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.specs import ChannelSpec, HandleError
+from bridge.specs import ChannelSpec, HandleError, on_by_token
 
 #: the environment variable naming the default route's Telegram chat (bridge.env_routes)
 CHAT_ENV = "TELEGRAM_CHAT_ID"
@@ -28,10 +28,6 @@ def env_section(env: Mapping[str, str]) -> dict[str, Any] | None:
     return {"bot_token": env["TELEGRAM_BOT_TOKEN"]} if env.get("TELEGRAM_BOT_TOKEN") else None
 
 
-def _off_reason(section: Mapping[str, Any]) -> str | None:
-    return None if section.get("bot_token") else "the telegram: section's bot_token is empty, so Telegram is off"
-
-
 def _public_urls(section: Mapping[str, Any]) -> list[str]:
     url = section.get("webhook_url")
     return [url] if isinstance(url, str) else []
@@ -41,9 +37,7 @@ SPEC = ChannelSpec(
     name="telegram",
     factory="adapters.telegram:build_channel",
     order=2,
-    enabled=lambda section: bool(section.get("bot_token")),
-    off_reason=_off_reason,
-    off_fix="set telegram.bot_token",
+    **on_by_token("telegram", "Telegram"),
     missing_fix="add a telegram: section with bot_token",
     normalize=normalize,
     person_hint="telegram:<id>",
