@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails
 
 from bridge.config_errors import load_yaml, validation_problems
 from bridge.config_yaml import YamlLimit, read_bounded
@@ -323,14 +324,20 @@ class Settings(_Strict):
         """Each channel's section (`<name>:` of its spec) is the adapter's to validate: kept
         aside as a mapping (or None), the spec's default when the config has none."""
         sections: dict[str, dict[str, Any] | None] = {}
+        wrong: list[InitErrorDetails] = []
         if isinstance(data, dict):
             data = dict(data)
             for spec in channel_specs():
                 section = data.pop(spec.name) if spec.name in data else copy.deepcopy(spec.default_section)
                 if section is not None and not isinstance(section, dict):
-                    raise ValueError(f"{spec.name}: Input should be a valid dictionary")
+                    wrong.append(InitErrorDetails(type="dict_type", loc=(spec.name,), input=section))
                 sections[spec.name] = section
-        settings: Settings = handler(data)
+        try:
+            settings: Settings = handler(data)
+        except ValidationError as exc:  # every problem at once, the sections' too
+            raise ValidationError.from_exception_data(exc.title, [*wrong, *exc.errors()]) from None  # type: ignore[list-item]
+        if wrong:
+            raise ValidationError.from_exception_data(cls.__name__, wrong)
         if isinstance(data, dict):
             settings._sections = sections
         return settings
@@ -408,10 +415,7 @@ class Settings(_Strict):
         return Path(".hitl-bridge")
 
 
-def _keyed_reason() -> re.Pattern[str]:
-    """A whole-config check's message that starts with the key it is about."""
-    sections = "".join(f"|{re.escape(s.name)}" for s in channel_specs())
-    return re.compile(rf"^((?:routes\[\d+\]|default_route|people|groups{sections})[\w.\[\]-]*): (.*)$", re.S)
+_KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups)[\w.\[\]-]*): (.*)$", re.S)
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -543,6 +547,6 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
         settings = Settings.model_validate(data)
     except ValidationError as exc:  # every problem, each with its line and a did-you-mean
         raise validation_problems(exc, origin, text if file is not None else None, Settings,
-                                  _keyed_reason(), [s.name for s in channel_specs()]) from None
+                                  _KEYED_REASON, [s.name for s in channel_specs()]) from None
     settings.origin = origin
     return settings

@@ -124,6 +124,8 @@ def test_a_mistyped_section_name_is_suggested(pager: None, tmp_path: Path) -> No
         load_settings(_config(tmp_path, "pagr: {bot_token: t}\n"), env={})
 
 
-def test_a_section_that_is_not_a_mapping_is_refused_naming_its_key(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="slack: Input should be a valid dictionary"):
-        load_settings(_config(tmp_path, "slack: yes\n"), env={})
+def test_a_section_that_is_not_a_mapping_is_refused_naming_its_key_with_every_other_problem(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(_config(tmp_path, "log_levl: INFO\nslack: yes\n"), env={})
+    assert ":2: slack: Input should be a valid dictionary" in str(raised.value)
+    assert ":1: log_levl: unknown key (did you mean log_level?)" in str(raised.value)
