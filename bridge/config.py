@@ -301,8 +301,6 @@ class Settings(_Strict):
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
-    # channel sections (`<name>:` of each bridge.specs spec) are held in `_sections`, validated
-    # by the adapter that owns them (see bridge.registry)
     sources: list[dict[str, Any]] = Field(default_factory=lambda: [{"type": "webhook"}])
     routes: list[Route] = Field(default_factory=list)
     default_route: Route = Field(default_factory=lambda: Route(name="default"))
@@ -316,6 +314,8 @@ class Settings(_Strict):
     # where the settings came from, for error messages
     origin: str = Field(default=EMBEDDED, exclude=True)
     _people: People = PrivateAttr(default_factory=People)
+    #: channel sections (`<name>:` of each bridge.specs spec), validated by the adapter that
+    #: owns them (see bridge.registry)
     _sections: dict[str, dict[str, Any] | None] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="wrap")

@@ -51,6 +51,8 @@ class ChannelSpec:
     name: str
     #: "module:function" building the channel from its section (bridge.registry)
     factory: str
+    #: "module:Model" validating its section (the config reference is generated from it)
+    config_model: str = ""
     #: where it comes in lists the operator reads (targets, handles, channels started)
     order: int = 100
     #: the section when the config has none: None (off until configured) or {} (on)

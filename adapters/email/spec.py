@@ -16,6 +16,7 @@ def normalize(ident: str) -> str:
 SPEC = ChannelSpec(
     name="email",
     factory="adapters.email:build_channel",
+    config_model="adapters.email.settings:EmailSettings",
     order=3,
     missing_fix="add an email: section with smtp_url and from",
     normalize=normalize,

@@ -48,6 +48,7 @@ def env_section(env: Mapping[str, str]) -> dict[str, Any] | None:
 SPEC = ChannelSpec(
     name="slack",
     factory="adapters.slack:build_channel",
+    config_model="adapters.slack.settings:SlackSettings",
     order=1,
     **on_by_token("slack", "Slack"),
     missing_fix="add a slack: section with bot_token and signing_secret (or app_token)",

@@ -36,6 +36,7 @@ def _public_urls(section: Mapping[str, Any]) -> list[str]:
 SPEC = ChannelSpec(
     name="telegram",
     factory="adapters.telegram:build_channel",
+    config_model="adapters.telegram.settings:TelegramSettings",
     order=2,
     **on_by_token("telegram", "Telegram"),
     missing_fix="add a telegram: section with bot_token",

@@ -19,6 +19,7 @@ def normalize(ident: str) -> str:
 SPEC = ChannelSpec(
     name="web",
     factory="adapters.web:build_channel",
+    config_model="adapters.web.settings:WebConfig",
     order=0,
     default_section={},
     enabled=lambda section: section.get("enabled") is not False,
