@@ -8,16 +8,22 @@ the core finds them by looking for `spec.py` in the `adapters` package, without 
 any adapter by name (the way `bridge.registry` imports factories from strings).
 
 Specs are found on first use, never while `bridge` modules are being imported (an
-adapter's package imports the core).
+adapter's package imports the core). A spec module imports only `bridge.specs` (and the
+standard library): it is read from its file without importing its package, so the config
+can be read without loading every platform's SDK; import from it with
+`from adapters.<name>.spec import …`.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 #: the package whose sub-packages are adapters
@@ -114,23 +120,42 @@ def on_by_token(name: str, title: str, key: str = "bot_token") -> dict[str, Any]
             "off_fix": f"set {name}.{key}"}
 
 
-def _spec_packages() -> list[str]:
+def _spec_files() -> list[tuple[str, Path]]:
+    """(module name, file) of every adapter's spec, without importing the adapters."""
     package = importlib.import_module(ADAPTERS_PACKAGE)
-    names: set[str] = set()
+    found: dict[str, Path] = {}
     for root in getattr(package, "__path__", []):
-        names.update(p.parent.name for p in Path(root).glob(f"*/{SPEC_MODULE}.py"))
-    return sorted(names)
+        for path in sorted(Path(root).glob(f"*/{SPEC_MODULE}.py")):
+            found.setdefault(f"{ADAPTERS_PACKAGE}.{path.parent.name}.{SPEC_MODULE}", path)
+    return sorted(found.items())
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    """The spec module `name`, read from its file alone: its package (the adapter, with its
+    platform SDK) is not imported for it, so reading the config stays quick."""
+    if name in sys.modules:
+        return sys.modules[name]
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 @functools.cache
 def channel_specs() -> tuple[ChannelSpec, ...]:
     """Every channel adapter's spec, in `order`."""
     specs = []
-    for name in _spec_packages():
-        module = importlib.import_module(f"{ADAPTERS_PACKAGE}.{name}.{SPEC_MODULE}")
-        spec = getattr(module, "SPEC", None)
+    for name, path in _spec_files():
+        spec = getattr(_load(name, path), "SPEC", None)
         if not isinstance(spec, ChannelSpec):
-            raise TypeError(f"{module.__name__}.SPEC is not a ChannelSpec")
+            raise TypeError(f"{name}.SPEC is not a ChannelSpec")
         specs.append(spec)
     return tuple(sorted(specs, key=lambda s: (s.order, s.name)))
 
