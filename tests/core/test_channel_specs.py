@@ -129,3 +129,30 @@ def test_a_section_that_is_not_a_mapping_is_refused_naming_its_key_with_every_ot
         load_settings(_config(tmp_path, "log_levl: INFO\nslack: yes\n"), env={})
     assert ":2: slack: Input should be a valid dictionary" in str(raised.value)
     assert ":1: log_levl: unknown key (did you mean log_level?)" in str(raised.value)
+
+
+def test_a_changed_channel_section_waits_for_a_restart(tmp_path: Path) -> None:
+    from bridge.reload import plan_reload
+
+    current = load_settings(_config(tmp_path, "telegram: {bot_token: '1:a'}\npeople: {ana: [web:ana]}\n"), env={})
+    new = load_settings(_config(tmp_path, "telegram: {bot_token: '1:b'}\npeople: {ana: [web:ana, web:bo]}\n"),
+                        env={})
+    plan = plan_reload(current, new)
+    assert plan.needs_restart == ["telegram"] and plan.changes == ["people changed"]
+    assert plan.settings.section("telegram") == {"bot_token": "1:a"}  # kept until a restart
+    assert plan.settings.telegram == {"bot_token": "1:a"}  # still read as an attribute
+
+
+def test_a_spec_module_without_a_spec_is_an_error_not_a_channel_left_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "spec.py").write_text("SPEC = {'name': 'broken'}\n")
+    monkeypatch.setattr(adapters, "__path__", [*adapters.__path__, str(tmp_path)])
+    channel_specs.cache_clear()
+    try:
+        with pytest.raises(TypeError, match=r"adapters\.broken\.spec\.SPEC is not a ChannelSpec"):
+            channel_specs()
+    finally:
+        channel_specs.cache_clear()
+        sys.modules.pop("adapters.broken.spec", None)
+    assert channel_spec("web") is not None
