@@ -6,12 +6,13 @@ value read as YAML), e.g. `HITL_BRIDGE__HTTP__LISTEN=0.0.0.0:8787`.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import os
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -24,12 +25,14 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails
 
 from bridge.config_errors import load_yaml, validation_problems
 from bridge.config_yaml import YamlLimit, read_bounded
 from bridge.durations import parse_duration
 from bridge.errors import ConfigError
 from bridge.people import People, PeopleError
+from bridge.specs import channel_specs, default_targets
 
 ENV_PREFIX = "HITL_BRIDGE__"
 CONFIG_ENV = "HITL_BRIDGE_CONFIG"
@@ -237,7 +240,7 @@ class OnTimeout(_Strict):
 class Route(_Strict):
     name: str | None = None
     match: dict[str, str | list[str]] = Field(default_factory=dict)
-    notify: list[str] = Field(default_factory=lambda: ["web"])
+    notify: list[str] = Field(default_factory=default_targets)
     responders: list[str] = Field(default_factory=list)
     quorum: int = Field(default=1, ge=1, le=100)
     remind_every: Duration | None = None
@@ -298,11 +301,6 @@ class Settings(_Strict):
     delivery: DeliverySettings = Field(default_factory=DeliverySettings)
     log_level: str = "INFO"
     log_format: Literal["text", "json"] = "text"
-    # adapter sections: validated by the adapter that owns them (see bridge.registry)
-    slack: dict[str, Any] | None = None
-    telegram: dict[str, Any] | None = None
-    email: dict[str, Any] | None = None
-    web: dict[str, Any] | None = Field(default_factory=dict)
     sources: list[dict[str, Any]] = Field(default_factory=lambda: [{"type": "webhook"}])
     routes: list[Route] = Field(default_factory=list)
     default_route: Route = Field(default_factory=lambda: Route(name="default"))
@@ -316,6 +314,52 @@ class Settings(_Strict):
     # where the settings came from, for error messages
     origin: str = Field(default=EMBEDDED, exclude=True)
     _people: People = PrivateAttr(default_factory=People)
+    #: channel sections (`<name>:` of each bridge.specs spec), validated by the adapter that
+    #: owns them (see bridge.registry)
+    _sections: dict[str, dict[str, Any] | None] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _channel_sections(cls, data: Any, handler: Any) -> Settings:
+        """Each channel's section (`<name>:` of its spec) is the adapter's to validate: kept
+        aside as a mapping (or None), the spec's default when the config has none."""
+        sections: dict[str, dict[str, Any] | None] = {}
+        wrong: list[InitErrorDetails] = []
+        if isinstance(data, dict):
+            data = dict(data)
+            for spec in channel_specs():
+                section = data.pop(spec.name) if spec.name in data else copy.deepcopy(spec.default_section)
+                if section is not None and not isinstance(section, dict):
+                    wrong.append(InitErrorDetails(type="dict_type", loc=(spec.name,), input=section))
+                sections[spec.name] = section
+        try:
+            settings: Settings = handler(data)
+        except ValidationError as exc:  # every problem at once, the sections' too
+            raise ValidationError.from_exception_data(exc.title, [*wrong, *exc.errors()]) from None  # type: ignore[list-item]
+        if wrong:
+            raise ValidationError.from_exception_data(cls.__name__, wrong)
+        if isinstance(data, dict):
+            settings._sections = sections
+        return settings
+
+    if not TYPE_CHECKING:  # `settings.slack`: a channel's section read as an attribute, as before
+        def __getattr__(self, name: str) -> Any:
+            sections = (object.__getattribute__(self, "__pydantic_private__") or {}).get("_sections") or {}
+            if name in sections:
+                return sections[name]
+            return super().__getattr__(name)
+
+    def section(self, name: str) -> dict[str, Any] | None:
+        """The config section of the channel `name` (None: not configured)."""
+        return self._sections.get(name)
+
+    def set_section(self, name: str, section: dict[str, Any] | None) -> None:
+        self._sections[name] = section
+
+    @property
+    def sections(self) -> dict[str, dict[str, Any] | None]:
+        """Every channel section, by name (a copy)."""
+        return dict(self._sections)
 
     @field_validator("sources")
     @classmethod
@@ -439,16 +483,13 @@ def embedded_defaults(env: dict[str, str]) -> dict[str, Any]:
     """No config file: web inbox + HTTP intake + /mcp on loopback, cwd watched, chat apps by env."""
     data: dict[str, Any] = {
         "sources": [{"type": "delta", "roots": ["."]}, {"type": "webhook"}, {"type": "mcp"}],
-        "web": {},
     }
-    if env.get("SLACK_BOT_TOKEN"):
-        data["slack"] = {
-            "bot_token": env["SLACK_BOT_TOKEN"],
-            "signing_secret": env.get("SLACK_SIGNING_SECRET", ""),
-            "app_token": env.get("SLACK_APP_TOKEN", ""),
-        }
-    if env.get("TELEGRAM_BOT_TOKEN"):
-        data["telegram"] = {"bot_token": env["TELEGRAM_BOT_TOKEN"]}
+    for spec in channel_specs():  # the inbox by its default, chat apps by their env
+        section = spec.env_section(env)
+        if section is None and spec.default_section is not None:
+            section = copy.deepcopy(spec.default_section)
+        if section is not None:
+            data[spec.name] = section
     if env.get("BRIDGE_API_TOKEN"):
         data["http"] = {"api_tokens": [env["BRIDGE_API_TOKEN"]]}
     if env.get("BRIDGE_SECRET_KEY"):
@@ -506,6 +547,6 @@ def load_settings(path: str | None = None, env: dict[str, str] | None = None) ->
         settings = Settings.model_validate(data)
     except ValidationError as exc:  # every problem, each with its line and a did-you-mean
         raise validation_problems(exc, origin, text if file is not None else None, Settings,
-                                  _KEYED_REASON) from None
+                                  _KEYED_REASON, [s.name for s in channel_specs()]) from None
     settings.origin = origin
     return settings

@@ -108,9 +108,10 @@ def key_name(loc: Sequence[str | int]) -> str:
 
 
 def validation_problems(exc: ValidationError, file: str, text: str | None, model: type[BaseModel],
-                        keyed: re.Pattern[str] | None = None) -> ConfigProblems:
+                        keyed: re.Pattern[str] | None = None, sections: Sequence[str] = ()) -> ConfigProblems:
     """Every error of `exc` as (line, key, reason), lines from `text` (the file; None for the
-    embedded defaults), a did-you-mean for unknown keys."""
+    embedded defaults), a did-you-mean for unknown keys (`sections`: top-level keys the model
+    holds aside)."""
     lines = key_lines(text) if text else {}
     problems: list[tuple[int | None, str, str]] = []
     for err in exc.errors():
@@ -119,7 +120,8 @@ def validation_problems(exc: ValidationError, file: str, text: str | None, model
         reason = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             reason = "unknown key"
-            close = difflib.get_close_matches(str(loc[-1]), field_names(model, loc[:-1]), n=1, cutoff=0.6)
+            known = [*field_names(model, loc[:-1]), *(sections if len(loc) == 1 else ())]
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
             reason += f" (did you mean {close[0]}?)" if close else " (check the spelling; see config/ for examples)"
         named = keyed.match(reason) if keyed is not None and not key else None
         if named:  # a whole-config check that names the key it is about

@@ -98,7 +98,7 @@ def demo_settings(settings: Settings, listen: str | None, store_url: str | None 
         demo.http.listen = listen
     if not any(s.get("type") == "webhook" for s in demo.sources):
         demo.sources.append({"type": "webhook"})
-    demo.web = {**(demo.web or {}), "enabled": True}
+    demo.set_section("web", {**(demo.section("web") or {}), "enabled": True})
     if demo.http.callback_allow or not demo.http.loopback_only:  # its receiver is on 127.0.0.1
         demo.http.callback_allow = [*(demo.http.callback_allow or ["*"]), "127.0.0.1"]
     demo.routes = [Route.model_validate(r) for r in DEMO_ROUTES] + list(demo.routes)
@@ -209,7 +209,7 @@ async def _run(demo: Settings, settings: Settings, out: Out, stop: asyncio.Event
             out(f"demo: open the inbox at {daemon.base_url}/inbox")
             token = " (with HITL_BRIDGE_TOKEN set to one of your tokens)" if demo.http.api_tokens else ""
             out(f"demo: or answer them in a terminal: hitl-bridge inbox --url {daemon.base_url}{token}")
-            web = demo.web or {}
+            web = demo.section("web") or {}
             if web.get("password") or web.get("tokens") or demo.http.api_tokens:
                 out("demo: log in with web.password (and your name) or one of your tokens")
             out("demo: each outcome is printed here. Ctrl-C stops.")

@@ -1,7 +1,8 @@
-"""Chat set up by the environment alone: `SLACK_CHANNEL` and `TELEGRAM_CHAT_ID` give the default
-route a target on that channel, when the config names no route of its own (no `routes:`, no
-`default_route:`), so `SLACK_BOT_TOKEN` + `SLACK_APP_TOKEN` (or `SLACK_SIGNING_SECRET`) +
-`SLACK_CHANNEL`, or `TELEGRAM_BOT_TOKEN` + `TELEGRAM_CHAT_ID`, is a complete set-up.
+"""Chat set up by the environment alone: a channel's spec may name an environment variable
+(`SLACK_CHANNEL`, `TELEGRAM_CHAT_ID`) that gives the default route a target on that channel,
+when the config names no route of its own (no `routes:`, no `default_route:`), so
+`SLACK_BOT_TOKEN` + `SLACK_APP_TOKEN` (or `SLACK_SIGNING_SECRET`) + `SLACK_CHANNEL`, or
+`TELEGRAM_BOT_TOKEN` + `TELEGRAM_CHAT_ID`, is a complete set-up.
 
     routes: []  +  SLACK_CHANNEL=#deploys  →  default_route: {notify: [web, "slack:#deploys"]}
 """
@@ -10,25 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SLACK_CHANNEL_ENV = "SLACK_CHANNEL"
-TELEGRAM_CHAT_ENV = "TELEGRAM_CHAT_ID"
-
-
-def slack_target(value: str) -> str:
-    value = value.strip()
-    if value.startswith("slack:"):
-        return value
-    return f"slack:{value}" if value.startswith(("#", "@")) else f"slack:#{value}"
-
-
-def telegram_target(value: str) -> str:
-    value = value.strip()
-    return value if value.startswith("telegram:") else f"telegram:{value}"
-
-
-def _on(data: dict[str, Any], name: str) -> bool:
-    section = data.get(name)
-    return isinstance(section, dict) and bool(section.get("bot_token"))
+from bridge.specs import channel_specs
 
 
 def apply_env_routes(data: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
@@ -37,12 +20,10 @@ def apply_env_routes(data: dict[str, Any], env: dict[str, str]) -> dict[str, Any
     if data.get("routes") or "default_route" in data:
         return data
     targets = []
-    if env.get(SLACK_CHANNEL_ENV, "").strip() and _on(data, "slack"):
-        targets.append(slack_target(env[SLACK_CHANNEL_ENV]))
-    if env.get(TELEGRAM_CHAT_ENV, "").strip() and _on(data, "telegram"):
-        targets.append(telegram_target(env[TELEGRAM_CHAT_ENV]))
+    for spec in channel_specs():
+        if spec.target_env and env.get(spec.target_env, "").strip() and spec.is_on(data.get(spec.name)):
+            targets.append(spec.env_target(env[spec.target_env]))
     if not targets:
         return data
-    web = data.get("web")
-    web_on = "web" not in data or (isinstance(web, dict) and web.get("enabled") is not False)
-    return {**data, "default_route": {"name": "default", "notify": [*(["web"] if web_on else []), *targets]}}
+    shown = [s.name for s in channel_specs() if s.default_target and s.is_on(data.get(s.name, s.default_section))]
+    return {**data, "default_route": {"name": "default", "notify": [*shown, *targets]}}

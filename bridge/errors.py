@@ -65,10 +65,10 @@ class NotAPerson(NotAllowed):
 class SharedVoter(NotAllowed):
     """The shared inbox password is everyone's: it casts no vote where people are counted."""
 
-    def __init__(self, quorum: int) -> None:
+    def __init__(self, quorum: int, who: str) -> None:
         BridgeError.__init__(self, f"this request needs {quorum} different people to approve it, and the shared "
                                    "inbox password is not one person: log in with your own token to vote")
-        self.who = "web:shared-password"
+        self.who = who
 
 
 class AnswerRejected(BridgeError):

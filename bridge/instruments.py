@@ -30,7 +30,7 @@ class Instruments:
         self.created = Counter("hitl_requests_created", "Requests taken in, by source and route",
                                ["source", "route"], registry=registry)
         self.answers = Counter("hitl_answers", "Final answers recorded, by the channel they came through "
-                               "(slack, telegram, web, api, cli, timeout)", ["channel"], registry=registry)
+                               "(a channel's name, api, cli, timeout)", ["channel"], registry=registry)
         self.posts = Counter("hitl_posts", "Copies of requests posted to people, by channel and result (ok, error)",
                              ["channel", "result"], registry=registry)
         self.deliveries = Counter("hitl_deliveries", "Write-back attempts, by source and result "

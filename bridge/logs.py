@@ -13,13 +13,15 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any, Literal, TextIO
 
 LogFormat = Literal["text", "json"]
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 #: libraries whose INFO lines are noise for an operator (one per HTTP call, per scheduler tick)
-QUIET_LIBRARIES = ("httpx", "httpcore", "apscheduler", "aiosqlite", "asyncio", "slack_bolt", "telegram.ext",
+#: (a channel's own libraries are named in its spec and quieted when it is built: bridge.registry)
+QUIET_LIBRARIES = ("httpx", "httpcore", "apscheduler", "aiosqlite", "asyncio",
                    "hpack", "watchfiles", "mcp", "aiosmtplib", "aiosmtpd", "mail.log")
 #: our own loggers keep the configured level; every other library logs WARNING and above only
 #: (an INFO line from a library, e.g. a retry when Slack is unreachable, is not for operators)
@@ -106,13 +108,18 @@ def configure_logging(level: str = "INFO", fmt: LogFormat = "text", *, stream: T
     if root.level > logging.DEBUG:  # -vv (DEBUG): the libraries' lines too
         handler.addFilter(OwnInfoOnly())
     root.addHandler(handler)
-    if root.level <= logging.DEBUG:
-        return handler
-    for name in QUIET_LIBRARIES:
+    quiet_libraries(QUIET_LIBRARIES)
+    return handler
+
+
+def quiet_libraries(names: Iterable[str]) -> None:
+    """Let these libraries' loggers pass WARNING and above only (unless we log at DEBUG)."""
+    if logging.getLogger().level <= logging.DEBUG:
+        return
+    for name in names:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET or logger.level < logging.WARNING:
             logger.setLevel(logging.WARNING)
-    return handler
 
 
 class OwnInfoOnly(logging.Filter):

@@ -27,14 +27,18 @@ import re
 from collections.abc import Iterable, Mapping
 
 from bridge.models import Responder
+from bridge.specs import HandleError, channel_spec, channel_specs
 
-#: platforms whose ids an adapter verifies (a handle is `<platform>:<id>`)
-HANDLE_PLATFORMS = ("slack", "telegram", "web", "email", "api")
+#: platforms of the core's own (a handle is `<platform>:<id>`): named API tokens
+CORE_PLATFORMS = ("api",)
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 #: the one identity of every caller of an open bridge (loopback, no token, no login)
 LOCAL = "local"
-#: every inbox login with the shared `web.password`, whatever name was typed
-SHARED_PASSWORD = "shared-password"
+
+
+def handle_platforms() -> tuple[str, ...]:
+    """Platforms whose ids an adapter verifies: every channel's (bridge.specs), then the core's."""
+    return (*(s.name for s in channel_specs()), *CORE_PLATFORMS)
 
 
 class PeopleError(ValueError):
@@ -42,26 +46,21 @@ class PeopleError(ValueError):
 
 
 def normalize_handle(text: str) -> str:
-    """`slack:@U1` → `slack:U1`, `email:Ana@Example.com` → `email:ana@example.com`; raise
-    PeopleError for anything that is not `<platform>:<id>` of a known platform."""
+    """`<platform>:<id>` in its platform's one spelling (the channel's spec says how, e.g. an
+    email address in lower case); raise PeopleError for anything that is not a handle of a
+    known platform, or that its platform refuses."""
     platform, sep, ident = text.strip().partition(":")
     ident = ident.strip()
-    if not sep or not ident or platform not in HANDLE_PLATFORMS:
+    platforms = handle_platforms()
+    if not sep or not ident or platform not in platforms:
         raise PeopleError(f"{text[:80]!r} is not a handle: use one of "
-                          + ", ".join(f"{p}:…" for p in HANDLE_PLATFORMS))
-    if platform == "slack":
-        ident = ident.removeprefix("@")
-        if not (ident[:1] in ("U", "W") and ident.isalnum() and ident.upper() == ident):
-            raise PeopleError(f"{text[:80]!r}: a Slack handle is a user id such as slack:U0123ABC")
-    elif platform == "telegram":
-        if not ident.isdigit():
-            raise PeopleError(f"{text[:80]!r}: a Telegram handle is a user id such as telegram:123456789")
-    elif platform == "email":
-        ident = ident.lower()
-        if ident.count("@") != 1 or ident.startswith("@") or ident.endswith("@") or len(ident) > 254:
-            raise PeopleError(f"{text[:80]!r}: an email handle is an address such as email:ana@example.com")
-    elif platform == "web" and ident == SHARED_PASSWORD:
-        raise PeopleError(f"{text[:80]!r}: the shared inbox password is everyone's, not one person's")
+                          + ", ".join(f"{p}:…" for p in platforms))
+    spec = channel_spec(platform)
+    if spec is not None:
+        try:
+            ident = spec.normalize(ident)
+        except HandleError as exc:
+            raise PeopleError(f"{text[:80]!r}: {exc}") from None
     return f"{platform}:{ident}"
 
 
@@ -75,12 +74,38 @@ def canonical_handle(text: str) -> str:
 
 
 def canonical_target(target: str) -> str:
-    """A notify target in one spelling: an email address in lower case (the same mailbox
-    however it is written); every other target as it is (a Slack channel, a DM, a chat)."""
+    """A notify target in one spelling, as its channel's spec writes it (the same mailbox
+    however it is written); every other target as it is (a channel, a DM, a chat)."""
     platform, sep, ident = target.strip().partition(":")
-    if sep and platform == "email" and ident.strip():
-        return f"email:{ident.strip().lower()}"
-    return target
+    spec = channel_spec(platform) if sep and ident.strip() else None
+    return f"{platform}:{spec.canonical_target(ident)}" if spec is not None else target
+
+
+def handle_variants(handle: str) -> set[str]:
+    """The ways a config or an engine may write one handle, in lower case (`@U1` for `U1`)."""
+    platform, _, ident = handle.partition(":")
+    spec = channel_spec(platform)
+    extra = spec.variants(ident) if spec is not None else set()
+    return {handle.lower(), *(f"{platform}:{v}".lower() for v in extra)}
+
+
+def target_person(entry: str) -> str | None:
+    """The handle of the one person a target or responders entry names (`<platform>:@U1` →
+    `<platform>:U1`), else None (a group chat, a channel, a form that names nobody)."""
+    platform, sep, ident = entry.partition(":")
+    spec = channel_spec(platform) if sep and ident else None
+    person = spec.person_of_target(ident) if spec is not None else None
+    return f"{platform}:{person}" if person is not None else None
+
+
+def local_platforms() -> frozenset[str]:
+    """Platforms whose `local` caller is everyone on an open loopback bridge."""
+    return frozenset({*CORE_PLATFORMS, "cli", *(s.name for s in channel_specs() if s.local_callers)})
+
+
+def shared_voters() -> frozenset[str]:
+    """Voters that are everyone who knows a shared secret (the shared inbox password)."""
+    return frozenset(f"{s.name}:{s.shared_identity}" for s in channel_specs() if s.shared_identity)
 
 
 class People:
@@ -157,7 +182,7 @@ class People:
         """What quorum counts for `responder`."""
         if responder.platform == "person":
             return f"person:{self.person_named(responder.user_id) or responder.user_id}"
-        if responder.user_id == LOCAL and responder.platform in ("api", "web", "cli"):
+        if responder.user_id == LOCAL and responder.platform in local_platforms():
             return LOCAL
         person = self.person_of(responder.key)
         return f"person:{person}" if person else canonical_handle(responder.key)
@@ -211,18 +236,18 @@ class People:
         return out
 
     def targets_of(self, entry: str) -> list[str] | None:
-        """Where a `person:` / `group:` notify target reaches its people: a Slack DM, a
-        Telegram private chat, an email, for each of their handles (web and API logins reach
-        nobody). None for any other entry (a channel target already)."""
+        """Where a `person:` / `group:` notify target reaches its people: for each of their
+        handles, the target its channel's spec names (a DM, a private chat, a mailbox; an
+        inbox or API login reaches nobody). None for any other entry (a channel target already)."""
         if not entry.startswith(("person:", "group:")):
             return None
         out = []
         for handle in self.handles_of(entry):
             platform, _, ident = handle.partition(":")
-            if platform == "slack":
-                out.append(f"slack:@{ident}")
-            elif platform in ("telegram", "email"):
-                out.append(handle)
+            spec = channel_spec(platform)
+            target = spec.dm_target(ident) if spec is not None else None
+            if target is not None:
+                out.append(target)
         return out
 
     def handles_of(self, entry: str) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from bridge.config import Route, Settings
 from bridge.errors import ConfigError
 from bridge.ports import Channel
+from bridge.specs import channel_spec, channel_specs
 
 
 def route_targets(settings: Settings) -> Iterator[tuple[str, str]]:
@@ -43,28 +44,32 @@ class TargetProblem:
 
 def _diagnose(settings: Settings, key: str, target: str, configured: Sequence[str]) -> TargetProblem:
     have = f"configured channels: {', '.join(configured) or 'none'}"
+    specs = channel_specs()
     if target.startswith(("person:", "group:")):
+        hints = [s.person_hint for s in specs if s.person_hint]
+        listed = f"{', '.join(hints[:-1])} or {hints[-1]}" if len(hints) > 1 else "".join(hints)
         return TargetProblem(key, target, f"reaches nobody: no handle of theirs is on a configured channel ({have})",
-                             "add their slack:U…, telegram:<id> or email: handle to people:, or configure "
-                             "that channel")
+                             f"add their {listed} handle to people:, or configure that channel")
     prefix, sep, _ = target.partition(":")
-    if target.startswith(("#", "@")):
-        return TargetProblem(key, target, f"names no channel ({have})",
-                             f"write slack:{target} (or telegram:<chat id>, web)")
-    if not sep and target != "web":
+    bare = [f for s in specs for f in s.target_forms if ":" not in f]
+    for spec in specs:
+        claimed = spec.claim_bare(target)
+        if claimed is not None:
+            others = [f for s in specs if s is not spec for f in s.target_forms[:1] if ":" in f]
+            return TargetProblem(key, target, f"names no channel ({have})",
+                                 f"write {claimed} (or {', '.join([*others, *bare])})")
+    if not sep and target not in bare:
+        forms = [f for s in specs for f in s.target_forms if ":" in f] + ["person:<name>", "group:<name>"]
         return TargetProblem(key, target, f"is not a target ({have})",
-                             "use slack:#name, slack:@U…, slack:@group, telegram:<chat id>, email:<address>, "
-                             "person:<name>, group:<name> or web")
-    name = prefix if sep else target
-    section = getattr(settings, name, None) if name in ("slack", "telegram") else None
-    if isinstance(section, dict) and not section.get("bot_token"):
-        return TargetProblem(key, target, f"has no channel: the {name}: section's bot_token is empty, so "
-                             f"{name.title()} is off ({have})", f"set {name}.bot_token")
-    fix = {"slack": "add a slack: section with bot_token and signing_secret (or app_token)",
-           "telegram": "add a telegram: section with bot_token",
-           "email": "add an email: section with smtp_url and from",
-           "web": "remove `web: {enabled: false}`"}.get(name, "fix the route's target")
-    return TargetProblem(key, target, f"has no configured channel ({have})", fix)
+                             f"use {', '.join(forms)}" + (f" or {' or '.join(bare)}" if bare else ""))
+    owner = channel_spec(prefix if sep else target)
+    if owner is None:
+        return TargetProblem(key, target, f"has no configured channel ({have})", "fix the route's target")
+    section = settings.section(owner.name)
+    reason = owner.off_reason(section) if isinstance(section, dict) else None
+    if reason is not None:
+        return TargetProblem(key, target, f"has no channel: {reason} ({have})", owner.off_fix)
+    return TargetProblem(key, target, f"has no configured channel ({have})", owner.missing_fix)
 
 
 def target_errors(settings: Settings, channels: Sequence[Channel]) -> list[TargetProblem]:
@@ -89,31 +94,32 @@ def check_targets(settings: Settings, channels: Sequence[Channel]) -> None:
 
 
 def switched_off(settings: Settings) -> list[str]:
-    """Chat sections present whose bot_token is empty (written `${NAME:-}`): those channels
-    are off. Not an error (routes naming them are), but worth a line at start."""
-    return [f"the {name}: section's bot_token is empty, so {name.title()} is off"
-            for name in ("slack", "telegram")
-            if isinstance(getattr(settings, name), dict) and not getattr(settings, name).get("bot_token")]
-
-
-#: the environment variable that gives a chat channel a target on the default route (bridge.env_routes)
-TARGET_ENV = {"slack": "SLACK_CHANNEL", "telegram": "TELEGRAM_CHAT_ID"}
+    """Channel sections present that leave their channel off (a chat app whose bot_token is
+    written `${NAME:-}` and unset). Not an error (routes naming them are), but worth a line
+    at start."""
+    out = []
+    for spec in channel_specs():
+        section = settings.section(spec.name)
+        reason = spec.off_reason(section) if isinstance(section, dict) else None
+        if reason is not None:
+            out.append(reason)
+    return out
 
 
 def unreached_channels(settings: Settings, channels: Sequence[Channel]) -> list[str]:
-    """Chat channels that are on (a bot token) but that no route ever notifies: nothing would
-    ever be sent there. Not an error (people may still answer there), but said at start and by
-    doctor, with the fix."""
+    """Channels that send (not an inbox), are on, and that no route ever notifies: nothing
+    would ever be sent there. Not an error (people may still answer there), but said at start
+    and by doctor, with the fix."""
     targets: list[str] = []
     for _key, target in route_targets(settings):
         reached = settings.directory.targets_of(target)  # person:/group: → their handles
         targets += [target] if reached is None else list(reached)
     notes = []
     for channel in channels:
-        if channel.name not in ("slack", "telegram", "email") or any(channel.owns(t) for t in targets):
+        spec = channel_spec(channel.name)
+        if spec is None or spec.passive or any(channel.owns(t) for t in targets):
             continue
-        env = TARGET_ENV.get(channel.name)
-        fix = f"set {env} or add a route" if env else "add a route"
+        fix = f"set {spec.target_env} or add a route" if spec.target_env else "add a route"
         notes.append(f"{channel.name} is on but no route notifies it: {fix}")
     return notes
 

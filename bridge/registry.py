@@ -1,5 +1,6 @@
-"""Adapters by name: the config says `type: delta` or has a `slack:` section; this maps
-those names to factories, so the core never imports adapter code directly.
+"""Adapters by name: the config says `type: delta` or has a channel's section (`slack:`);
+this maps those names to factories, so the core never imports adapter code directly.
+Channels declare their own name and factory in their spec (bridge.specs).
 
 A factory is `build(section: dict, ctx: AdapterContext) -> Source | Channel`.
 """
@@ -16,7 +17,9 @@ from pydantic import BaseModel, ValidationError
 
 from bridge.config import Settings
 from bridge.errors import ConfigError
+from bridge.logs import quiet_libraries
 from bridge.ports import Channel, Clock, Source
+from bridge.specs import channel_specs
 from bridge.store.base import Store
 
 SOURCES: dict[str, str] = {
@@ -29,12 +32,9 @@ SOURCES: dict[str, str] = {
     "mcp": "adapters.mcp.source:build_source",
 }
 
-CHANNELS: dict[str, str] = {
-    "web": "adapters.web:build_channel",
-    "slack": "adapters.slack:build_channel",
-    "telegram": "adapters.telegram:build_channel",
-    "email": "adapters.email:build_channel",
-}
+def channel_factories() -> dict[str, str]:
+    """Channel name -> factory, from each channel adapter's spec (bridge.specs)."""
+    return {spec.name: spec.factory for spec in channel_specs()}
 
 #: CLI verbs adapters add: name -> "module:function(subparsers)"
 COMMANDS: dict[str, str] = {
@@ -125,15 +125,20 @@ def build_sources(
 
 def build_channels(settings: Settings, store: Store, clock: Clock) -> list[Channel]:
     channels: list[Channel] = []
-    for name in ("web", "slack", "telegram", "email"):
-        section = getattr(settings, name)
-        if section is None:
-            continue
-        if name in ("slack", "telegram") and not section.get("bot_token"):
-            continue  # switched on by its token only (an unset ${SLACK_BOT_TOKEN} leaves it off)
-        if name == "web" and section.get("enabled") is False:
-            continue
-        factory = _factory(CHANNELS, name, settings.origin, name)
+    factories = channel_factories()
+    for spec in channel_specs():
+        name = spec.name
+        section = settings.section(name)
+        if section is None or not spec.is_on(section):
+            continue  # a chat app is switched on by its token only (an unset ${…_BOT_TOKEN} leaves it off)
+        factory = _factory(factories, name, settings.origin, name)
+        quiet_libraries(spec.quiet_loggers)
         ctx = AdapterContext(settings, store, clock, name, settings.data_dir)
         channels.append(factory(dict(section), ctx))
     return channels
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CHANNELS":  # channel name -> factory, found when first asked (bridge.specs)
+        return channel_factories()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,6 +37,7 @@ def plan_reload(current: Settings, new: Settings) -> ReloadPlan:
     fields = [name for name in type(current).model_fields if name != "origin"]
     reloadable = [name for name in fields if name in RELOADABLE and getattr(current, name) != getattr(new, name)]
     restart = [name for name in fields if name not in RELOADABLE and getattr(current, name) != getattr(new, name)]
+    restart += [name for name in {**current.sections, **new.sections} if current.section(name) != new.section(name)]
     changes = describe_routes(current, new) if {"routes", "default_route"} & set(reloadable) else []
     changes += [f"{name} changed" for name in reloadable if name not in ("routes", "default_route")]
     applied = current.model_copy(update={name: getattr(new, name) for name in reloadable})

@@ -39,7 +39,7 @@ from bridge.models import (
 from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
 from bridge.outcome import closed_error
-from bridge.people import SHARED_PASSWORD, People, canonical_target
+from bridge.people import People, canonical_target, shared_voters
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
 from bridge.rules import Judged, asked_by, judge, route_in_force, snapshot
@@ -367,10 +367,10 @@ class BridgeService:
             raise SelfApproval(self.people.display(responder))
         responder = self._identified(responder)
         quorum = route.quorum
-        if quorum > 1 and via != "timeout" and self.people.voter(responder) == f"web:{SHARED_PASSWORD}":
+        if quorum > 1 and via != "timeout" and self.people.voter(responder) in shared_voters():
             await self.note(request_id, "refused", responder.key,
                             {"name": responder.name, "via": via, "reason": "shared password"})
-            raise SharedVoter(quorum)
+            raise SharedVoter(quorum, self.people.voter(responder))
         if quorum > 1 and via != "timeout":
             decided = await self._vote(request, responder, clean, quorum, via, rules)
             if decided is None:

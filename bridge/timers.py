@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from bridge.config import EscalationLevel, Route
 from bridge.models import Request
-from bridge.people import People
+from bridge.people import People, target_person
 
 #: instants closer than this are the same instant (stored timestamps keep microseconds)
 EPSILON = timedelta(milliseconds=1)
@@ -123,13 +123,14 @@ def widened_responders(current: list[str], targets: list[str], replace: bool) ->
     """Responders after an escalation to `targets`.
 
     An empty list means "anyone who can see the message" and stays empty when widening;
-    with `replace` only the new targets' people may answer. Slack DM targets
-    (`slack:@U…`) also add the person's plain key (`slack:U…`)."""
+    with `replace` only the new targets' people may answer. A DM target written otherwise
+    than its person's key (`slack:@U…`) also adds the key (`slack:U…`)."""
     people: list[str] = []
     for target in targets:
         people.append(target)
-        if target.startswith("slack:@") and is_slack_user_id(target[len("slack:@"):]):
-            people.append("slack:" + target[len("slack:@"):])
+        person = target_person(target)
+        if person is not None and person != target:
+            people.append(person)
     if replace:
         base: list[str] = []
     elif not current:
@@ -142,24 +143,15 @@ def widened_responders(current: list[str], targets: list[str], replace: bool) ->
     return base
 
 
-def is_slack_user_id(text: str) -> bool:
-    return len(text) >= 3 and text[0] in "UW" and text.isalnum() and text.upper() == text
-
-
 def person_key(entry: str) -> str | None:
     """The responder key an entry names when it is one person, else None (a group, a
     channel, a Telegram group chat, or a form we cannot count)."""
     platform, sep, ident = entry.partition(":")
     if not sep or not ident:
         return None
-    if platform == "slack":
-        ident = ident.removeprefix("@")
-        return f"slack:{ident}" if is_slack_user_id(ident) else None
-    if platform == "telegram":
-        return f"telegram:{ident}" if ident.isdigit() else None  # negative ids are group chats
     if platform in ("api", "cli"):
         return entry
-    return None
+    return target_person(entry)  # as the channel's spec reads it
 
 
 def voters_of_entry(entry: str, people: People) -> set[str] | None:

@@ -41,14 +41,10 @@ from pydantic_core import PydanticUndefined  # noqa: E402
 
 from bridge.config import Settings  # noqa: E402
 from bridge.durations import format_duration  # noqa: E402
+from bridge.specs import channel_specs  # noqa: E402
 
 #: the model that validates each adapter's section: channel sections by key, sources by `type`
-CHANNEL_MODELS: dict[str, str] = {
-    "web": "adapters.web.settings:WebConfig",
-    "slack": "adapters.slack.settings:SlackSettings",
-    "telegram": "adapters.telegram.settings:TelegramSettings",
-    "email": "adapters.email.settings:EmailSettings",
-}
+CHANNEL_MODELS: dict[str, str] = {spec.name: spec.config_model for spec in channel_specs()}  # bridge.specs
 SOURCE_MODELS: dict[str, str] = {
     "webhook": "adapters.webhook.source:WebhookConfig",
     "delta": "adapters.delta.config:DeltaConfig",
@@ -190,6 +186,16 @@ def model_table(model: type[BaseModel], prefix: str, seen: set[type[BaseModel]] 
     return "".join(out)
 
 
+def with_channel_rows(table: str) -> str:
+    """The top-level table with a row per channel section (held aside by Settings, one per
+    spec), before `sources`."""
+    rows = [f"| `{spec.name}` | map of str → any or null | {json.dumps(spec.default_section)} | "
+            + ("adapter sections: validated by the adapter that owns them (see bridge.registry)" if i == 0 else "")
+            + " |\n" for i, spec in enumerate(channel_specs())]
+    head, sep, tail = table.partition("| `sources` |")
+    return head + "".join(rows) + sep + tail
+
+
 def config_page() -> str:
     parts = [
         "# Configuration keys\n\n", GENERATED,
@@ -197,7 +203,7 @@ def config_page() -> str:
         "that validate the file. Durations are written like `90s`, `10m`, `2h`, `1d` or `1h30m` (or a "
         "number of seconds). How the file is found, `${ENV}` substitution and `HITL_BRIDGE__SECTION__KEY` "
         "overrides: [Configuration](../configuration.md).\n\n",
-        "## Top level\n\n", model_table(Settings, "", nest=False),
+        "## Top level\n\n", with_channel_rows(model_table(Settings, "", nest=False)),
     ]
     seen: set[type[BaseModel]] = {Settings}
     for name, info in Settings.model_fields.items():

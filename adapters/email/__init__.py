@@ -13,7 +13,7 @@ __all__ = ["EmailChannel", "build_channel"]
 
 def build_channel(section: dict[str, Any], ctx: AdapterContext) -> EmailChannel:
     settings = ctx.parse(EmailSettings, section)
-    web = ctx.settings.web
+    web = ctx.settings.section("web")
     if web is None or web.get("enabled") is False:
         raise ctx.error("", "email answer links open the web inbox's answer page: keep the web inbox enabled "
                             "(remove web.enabled: false)")

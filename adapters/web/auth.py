@@ -18,9 +18,10 @@ from starlette.requests import Request
 
 from adapters.web.login_throttle import LoginThrottle
 from adapters.web.settings import WebConfig
+from adapters.web.spec import SHARED_PASSWORD
 from bridge.crypto import derive_key
 from bridge.http.sessions import NAMESPACE, SESSION_COOKIE, Sessions
-from bridge.people import LOCAL, SHARED_PASSWORD
+from bridge.people import LOCAL
 from bridge.store.base import Store
 
 CSRF_COOKIE = "hitl_csrf"

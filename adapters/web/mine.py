@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from adapters.web.auth import Viewer
 from bridge.models import OPEN_STATES, Request, Responder
-from bridge.people import LOCAL, People
+from bridge.people import LOCAL, People, handle_variants
 from bridge.store.query import RequestQuery
 
 
@@ -42,15 +42,6 @@ class Me:
         return any(entry.strip().lower() in self.entries for entry in request.responders)
 
 
-def _variants(handle: str) -> set[str]:
-    """The ways a config or an engine may write one handle (`slack:@U1` for `slack:U1`)."""
-    platform, _, ident = handle.partition(":")
-    out = {handle.lower()}
-    if platform == "slack":
-        out.add(f"slack:@{ident}".lower())
-    return out
-
-
 def me(people: People, viewer: Viewer) -> Me | None:
     """The viewer as "waiting for me" sees them; None when the viewer is nobody in particular."""
     if viewer.shared:
@@ -67,5 +58,5 @@ def me(people: People, viewer: Viewer) -> Me | None:
         handles.update(people.people.get(person, ()))
         entries.update(f"group:{g}".lower() for g, members in people.groups.items() if person in members)
     for handle in handles:
-        entries.update(_variants(handle))
+        entries.update(handle_variants(handle))
     return Me(frozenset(entries), frozenset({voter, responder.key}))

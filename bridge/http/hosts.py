@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from bridge.config import Settings
+from bridge.specs import channel_specs
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARD_LISTEN = ("0.0.0.0", "::", "")
@@ -31,14 +32,16 @@ def host_of_url(url: str | None) -> str | None:
 
 def default_allowed_hosts(settings: Settings) -> list[str]:
     """The listen address (unless it is a wildcard), the loopback names, `http.public_url`'s
-    host and Telegram's `webhook_url` host."""
+    host and the hosts of the public URLs channel sections name (a chat app's webhook URL)."""
     http = settings.http
     names = list(LOOPBACK_NAMES)
     if http.host not in WILDCARD_LISTEN:
         names.append(http.host)
-    telegram = settings.telegram if isinstance(settings.telegram, dict) else {}
-    webhook_url = telegram.get("webhook_url")
-    for url in (http.public_url, webhook_url if isinstance(webhook_url, str) else None):
+    urls: list[str | None] = [http.public_url]
+    for spec in channel_specs():
+        section = settings.section(spec.name)
+        urls += spec.public_urls(section) if isinstance(section, dict) else []
+    for url in urls:
         host = host_of_url(url)
         if host:
             names.append(host)
