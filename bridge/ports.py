@@ -159,8 +159,14 @@ class Channel(Protocol):
 
     def owns(self, target: str) -> bool: ...
 
-    # Optional: `async def is_member(self, entry: str, responder: Responder) -> bool`
-    # resolves group entries of `responders` such as `slack:@oncall-group`.
+
+@runtime_checkable
+class ResolvesGroups(Protocol):
+    """A channel that can tell who belongs to a group entry of `responders` (optional)."""
+
+    async def is_member(self, entry: str, responder: Responder) -> bool:
+        """`responder` belongs to `entry`, such as `slack:@oncall-group` or `telegram:-100…`."""
+        ...
 
 
 class Clock(Protocol):
