@@ -9,6 +9,7 @@ from typing import Any
 
 from bridge import answering
 from bridge.answering import Actor, closed_error
+from bridge.answering.actor import given_on_timeout
 from bridge.answering.closed import open_request
 from bridge.answering.record import record
 from bridge.answering.responders import may_answer
@@ -278,10 +279,6 @@ class BridgeService:
     async def is_allowed(self, request: Request, responder: Responder, *, via: str) -> bool:
         return await may_answer(self, request, Actor.of(responder, via))
 
-    def validate(self, request: Request, values: dict[str, Any]) -> dict[str, Any]:
-        """Normalise values against the questions; raise AnswerRejected naming the question."""
-        return validated(request, values)
-
     async def answer(
         self,
         request_id: str,
@@ -345,7 +342,7 @@ class BridgeService:
             raise AnswerRejected("the request is still open: there is nothing to deliver yet")
         dead = [item for item in await self.store.list_outbox(request_id=request_id) if item.dead]
         if request.answer is not None:
-            timed_out = request.answer.via == "timeout"
+            timed_out = given_on_timeout(request.answer)
             target_state = RequestState.expired if timed_out else RequestState.answered
         elif dead:  # an expiry or cancellation whose callback gave up
             target_state = RequestState(dead[-1].state)

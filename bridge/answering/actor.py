@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from bridge.models import Responder
+from bridge.models import Answer, Responder
 
 
 class ActorKind(StrEnum):
@@ -65,3 +65,8 @@ class Actor:
     def as_(self, responder: Responder) -> Actor:
         """The same actor, known as `responder` (e.g. with the person its handle belongs to)."""
         return replace(self, responder=responder)
+
+
+def given_on_timeout(answer: Answer) -> bool:
+    """`answer` is the route's `on_timeout` answer, not a person's."""
+    return answer.via == TIMEOUT_VIA

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bridge.answering.actor import given_on_timeout
 from bridge.errors import AlreadyClosed, NotFound
 from bridge.models import Request, RequestState
 from bridge.store.base import Store
@@ -13,7 +14,7 @@ def closed_error(request: Request) -> AlreadyClosed:
     at = request.answer.answered_at if request.answer else None
     label = request.state.value
     if request.answer is not None and request.state in (RequestState.delivered, RequestState.failed):
-        label = "expired" if request.answer.via == "timeout" else "answered"  # delivery is not news to a person
+        label = "expired" if given_on_timeout(request.answer) else "answered"  # delivery is not news to a person
     return AlreadyClosed(request.id, label, by, at)
 
 
