@@ -12,7 +12,7 @@ from bridge.models import Answer, Responder
 class ActorKind(StrEnum):
     """How the bridge knows who acts."""
 
-    #: someone on a chat channel (Slack, Telegram, an email link): the channel vouches for
+    #: someone on a channel (a chat, an email link): the channel vouches for
     #: the handle, and the request's `responders` decide whether it may answer
     person = "person"
     #: a caller the daemon authenticated itself (an API token, the local CLI, the web inbox
