@@ -98,7 +98,8 @@ class BridgeAPI(RequestSink, Protocol):
     async def is_allowed(self, request: Request, responder: Responder, *, via: str) -> bool:
         """True when `responder` may answer `request`: its responders list is empty, names
         them (`slack:U123`, `telegram:42`), or names a group a channel resolves
-        (`Channel.is_member`). Answers through `api`, `cli`, `web`, `timeout` are trusted."""
+        (`ResolvesGroups.is_member`). Answers through `api`, `cli`, `web`, `timeout` are
+        trusted (`bridge.answering.Actor`)."""
         ...
 
     async def note(self, request_id: str, kind: str, actor: str, data: dict[str, Any]) -> None:
@@ -178,8 +179,14 @@ class Channel(Protocol):
 
     def owns(self, target: str) -> bool: ...
 
-    # Optional: `async def is_member(self, entry: str, responder: Responder) -> bool`
-    # resolves group entries of `responders` such as `slack:@oncall-group`.
+
+@runtime_checkable
+class ResolvesGroups(Protocol):
+    """A channel that can tell who belongs to a group entry of `responders` (optional)."""
+
+    async def is_member(self, entry: str, responder: Responder) -> bool:
+        """`responder` belongs to `entry`, a group handle of the channel (a user group, a chat)."""
+        ...
 
 
 class Clock(Protocol):

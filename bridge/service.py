@@ -7,51 +7,32 @@ import logging
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from bridge import answering
+from bridge.answering import Actor, closed_error
+from bridge.answering.actor import given_on_timeout
+from bridge.answering.closed import open_request
+from bridge.answering.record import record
+from bridge.answering.responders import may_answer
+from bridge.answering.values import fits, validated
 from bridge.config import Route
 from bridge.crypto import SecretBox
-from bridge.errors import (
-    AlreadyClosed,
-    AnswerRejected,
-    NotAllowed,
-    NotFound,
-    NotTheSameRequest,
-    SelfApproval,
-    SharedVoter,
-)
+from bridge.errors import AnswerRejected, NotFound, NotTheSameRequest
 from bridge.fingerprint import fingerprint
 from bridge.health import Health
 from bridge.lifecycle import Lifecycle
-from bridge.models import (
-    OPEN_STATES,
-    Answer,
-    Event,
-    InvalidAnswer,
-    Post,
-    Question,
-    QuestionKind,
-    Request,
-    RequestIn,
-    RequestState,
-    Responder,
-    has_lone_surrogate,
-    new_request_id,
-)
+from bridge.models import OPEN_STATES, Event, Post, Request, RequestIn, RequestState, Responder, new_request_id
 from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
-from bridge.outcome import closed_error
-from bridge.people import People, canonical_target, shared_voters
+from bridge.people import People, canonical_target
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
-from bridge.rules import Judged, asked_by, judge, route_in_force, snapshot
-from bridge.store.base import Store, StoreError, Vote
+from bridge.rules import Judged, judge, route_in_force, snapshot
+from bridge.store.base import Store, StoreError
 from bridge.store.query import RequestQuery
 from bridge.timers import initial_timers
 from bridge.waiting import waiting_for
 
 log = logging.getLogger("hitl_bridge")
-
-TRUSTED_VIAS = frozenset({"api", "cli", "web", "timeout"})
-
 
 class BridgeService:
     """Implements RequestSink and BridgeAPI (bridge.ports)."""
@@ -297,46 +278,11 @@ class BridgeService:
         await self.store.add_event(request_id, kind, actor, data, self.clock.now())
 
     async def is_allowed(self, request: Request, responder: Responder, *, via: str) -> bool:
-        if via in TRUSTED_VIAS or not request.responders:
-            return True
-        rules = self.judged(request)
-        if any(rules.admits(entry, responder) for entry in request.responders):
-            return True  # the handle, person:, group:, or another handle of the same person
-        for entry in request.responders:
-            channel = self.channel_for(entry)
-            is_member = getattr(channel, "is_member", None)
-            if is_member is not None and entry.startswith(responder.platform + ":"):
-                try:
-                    if await is_member(entry, responder):
-                        return True
-                except Exception:
-                    log.exception("resolving responders entry %s failed", entry)
-        return False
+        return await may_answer(self, request, Actor.of(responder, via))
 
     async def waiting_for(self, responder: Responder, *, channel: str, here: Sequence[str] = (),
                           named: bool = True) -> list[Request]:
         return await waiting_for(self.store, self.is_allowed, responder, channel=channel, here=here, named=named)
-
-    def validate(self, request: Request, values: dict[str, Any]) -> dict[str, Any]:
-        """Normalise values against the questions; raise AnswerRejected naming the question."""
-        if not isinstance(values, dict):
-            raise AnswerRejected("answer values must be an object keyed by question id")
-        if has_lone_surrogate(values):
-            raise AnswerRejected("the answer holds text that is not valid Unicode (a lone surrogate)")
-        unknown = set(values) - {q.id for q in request.questions}
-        if unknown:
-            raise AnswerRejected(f"unknown question ids {sorted(unknown)}; "
-                                 f"expected {[q.id for q in request.questions]}")
-        out: dict[str, Any] = {}
-        for question in request.questions:
-            value = values.get(question.id)
-            if value is None and not question.required:
-                continue
-            try:
-                out[question.id] = question.validate_answer(value)
-            except InvalidAnswer as exc:
-                raise AnswerRejected(str(exc)) from None
-        return out
 
     async def answer(
         self,
@@ -347,115 +293,10 @@ class BridgeService:
         via: str,
         reason: str | None = None,
     ) -> Request:
-        request = await self.store.get_request(request_id)
-        if request is None:
-            raise NotFound(request_id)
-        if not request.is_open:
-            raise self._closed(request)
-        if not await self.is_allowed(request, responder, via=via):
-            await self.note(request_id, "refused", responder.key,
-                            {"name": responder.name, "via": via, "reason": "not in responders"})
-            raise NotAllowed(responder.display)
-        clean = self.validate(request, values)
-        rules = self.judged(request)
-        route = rules.route
-        if route.forbid_self_approval and via != "timeout" and self._asked_by(request, responder) \
-                and not self._is_rejection(request, clean):
-            await self.note(request_id, "refused", responder.key,
-                            {"name": responder.name, "via": via, "reason": "self-approval",
-                             "requested_by": request.requested_by})
-            raise SelfApproval(self.people.display(responder))
-        responder = self._identified(responder)
-        quorum = route.quorum
-        if quorum > 1 and via != "timeout" and self.people.voter(responder) in shared_voters():
-            await self.note(request_id, "refused", responder.key,
-                            {"name": responder.name, "via": via, "reason": "shared password"})
-            raise SharedVoter(quorum, self.people.voter(responder))
-        if quorum > 1 and via != "timeout":
-            decided = await self._vote(request, responder, clean, quorum, via, rules)
-            if decided is None:
-                current = await self.store.get_request(request_id)
-                assert current is not None
-                self.changes.publish(current)
-                self.background(self.update_channels(current), f"update {request_id}")
-                return current
-        return await self._record(request, responder, clean, via=via, reason=reason)
+        """Answer as `responder` through the channel `via` (bridge.answering: the checks)."""
+        return await answering.answer(self, request_id, Actor.of(responder, via), values, reason=reason)
 
-    def _asked_by(self, request: Request, responder: Responder) -> bool:
-        """True when `responder` is the person the request names in `requested_by`, or the
-        token that submitted it (as the request's rules knew them or as the config knows them
-        now); or when the token relaying the answer for them is either."""
-        askers = asked_by(request)
-        if self.judged(request).is_asker(responder, askers):
-            return True
-        if responder.relayed_by:
-            relay = self.people.voter_of(responder.relayed_by)
-            return any(relay == self.people.voter_of(asker) for asker in askers)
-        return False
-
-    @staticmethod
-    def _is_rejection(request: Request, clean: dict[str, Any]) -> bool:
-        return any(q.kind is QuestionKind.confirm and clean.get(q.id) == "no" for q in request.questions)
-
-    def _identified(self, responder: Responder) -> Responder:
-        """`responder` with the person its handle belongs to (from `people:`), if any."""
-        person = self.people.person_of(responder.key) if responder.platform != "person" else responder.user_id
-        if person is None or responder.person == person:
-            return responder
-        return responder.model_copy(update={"person": person})
-
-    async def _vote(self, request: Request, responder: Responder, clean: dict[str, Any],
-                    quorum: int, via: str, rules: Judged) -> bool | None:
-        """Record one vote per person (`people:` joins one person's handles). True: final
-        (quorum met or a rejection); None: still open."""
-        import json
-
-        rejection = self._is_rejection(request, clean)
-        value = json.dumps(self._redact(request, clean), sort_keys=True)
-        now = self.clock.now()
-        voter = rules.voter(responder)
-        first = await self.store.add_vote(Vote(request.id, voter, value, self.people.display(responder), now))
-        self.lifecycle.voted(request, responder, via, first)
-        await self.note(request.id, "vote" if first else "duplicate_vote", responder.key,
-                        {"name": responder.name, "via": via, "voter": voter,
-                         "value": self._redact(request, clean),
-                         **({"relayed_by": responder.relayed_by} if responder.relayed_by else {})})
-        if rejection and first:
-            return True
-        votes = await self.store.list_votes(request.id)
-        same = [v for v in votes if v.value == value]
-        return True if len(same) >= quorum and not rejection else None
-
-    def _redact(self, request: Request, values: dict[str, Any]) -> dict[str, Any]:
-        secret = request.secret_question_ids
-        return {k: ("[secret]" if k in secret else v) for k, v in values.items()}
-
-    async def _record(self, request: Request, responder: Responder, clean: dict[str, Any], *,
-                      via: str, reason: str | None,
-                      to_state: RequestState = RequestState.answered) -> Request:
-        now = self.clock.now()
-        sealed = {k: (self.secrets.seal(v) if k in request.secret_question_ids else v)
-                  for k, v in clean.items()}
-        answer = Answer(values=sealed, responder=responder, via=via, answered_at=now, reason=reason)
-        event = self._event(request.id, "answered" if to_state is RequestState.answered else "expired",
-                            responder.key, name=responder.name, via=via,
-                            values=self._redact(request, clean), reason=reason,
-                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}))
-        updated = await self.store.transition(
-            request.id, OPEN_STATES, to_state, event=event, answer=answer,
-            enqueue=to_state.value, now=now,
-        )
-        if updated is None:
-            current = await self.store.get_request(request.id)
-            raise self._closed(current or request)
-        self.lifecycle.answered(updated)
-        self._after_close(updated)
-        return updated
-
-    def _closed(self, request: Request) -> AlreadyClosed:
-        return closed_error(request)
-
-    def _after_close(self, request: Request) -> None:
+    def after_close(self, request: Request) -> None:
         for hook in self.on_answered:
             hook(request)
         self.changes.publish(request)
@@ -473,18 +314,12 @@ class BridgeService:
 
     async def answer_on_timeout(self, request_id: str, value: Any) -> Request:
         """Apply `on_timeout: {answer: ...}`: recorded as answered by `timeout`."""
-        request = await self.store.get_request(request_id)
-        if request is None:
-            raise NotFound(request_id)
-        if not request.is_open:
-            raise self._closed(request)
+        request = await open_request(self.store, request_id)
         # the value answers every question it fits; an optional question it does not fit (the
         # edit of a tool call's arguments next to its Approve/Reject) stays unanswered
-        values = {q.id: value for q in request.questions if q.required or _fits(q, value)}
-        clean = self.validate(request, values)
-        return await self._record(request, Responder(platform="timeout", user_id="timeout", name="timeout"),
-                                  clean, via="timeout", reason="deadline passed",
-                                  to_state=RequestState.expired)
+        values = {q.id: value for q in request.questions if q.required or fits(q, value)}
+        return await record(self, request, Actor.on_timeout(), validated(request, values),
+                            reason="deadline passed", to_state=RequestState.expired)
 
     async def _close(self, request_id: str, state: RequestState, kind: str, actor: str, *,
                      reason: str, deliver: bool = True, **note: Any) -> Request:
@@ -498,9 +333,9 @@ class BridgeService:
             current = await self.store.get_request(request_id)
             if current is None:
                 raise NotFound(request_id)
-            raise self._closed(current)
+            raise closed_error(current)
         self.lifecycle.closed(updated, kind, actor, reason)
-        self._after_close(updated)
+        self.after_close(updated)
         return updated
 
     async def redeliver(self, request_id: str, *, actor: str) -> Request:
@@ -512,7 +347,7 @@ class BridgeService:
             raise AnswerRejected("the request is still open: there is nothing to deliver yet")
         dead = [item for item in await self.store.list_outbox(request_id=request_id) if item.dead]
         if request.answer is not None:
-            timed_out = request.answer.via == "timeout"
+            timed_out = given_on_timeout(request.answer)
             target_state = RequestState.expired if timed_out else RequestState.answered
         elif dead:  # an expiry or cancellation whose callback gave up
             target_state = RequestState(dead[-1].state)
@@ -567,10 +402,3 @@ class BridgeService:
         finally:
             self.changes.discard(request_id, fut)
 
-
-def _fits(question: Question, value: Any) -> bool:
-    try:
-        question.validate_answer(value)
-    except InvalidAnswer:
-        return False
-    return True

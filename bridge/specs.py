@@ -105,6 +105,9 @@ class ChannelSpec:
     shared_identity: str | None = None
     #: on an open loopback bridge its caller is `<name>:local`: everyone there, one voter
     local_callers: bool = False
+    #: its callers are people the daemon itself authenticated (a login, a token): their
+    #: answers are trusted like the API's, not checked against a request's responders
+    daemon_authenticated: bool = False
 
     def is_on(self, section: Mapping[str, Any] | None) -> bool:
         return isinstance(section, Mapping) and self.enabled(section)

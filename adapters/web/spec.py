@@ -30,4 +30,5 @@ SPEC = ChannelSpec(
     default_target=True,
     shared_identity=SHARED_PASSWORD,
     local_callers=True,
+    daemon_authenticated=True,
 )

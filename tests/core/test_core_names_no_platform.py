@@ -36,8 +36,6 @@ ALLOWED = {
     # the demo is a tour of the web inbox: it switches the inbox on and routes to it
     ("demo.py", "web"),
     ("demo.py", "log in with web.password"),
-    # `via` strings of the answer path, replaced by actor kinds (issue 35, seam 4)
-    ("service.py", "web"),
     # documentation for people: an example handle in the CLI's help and the API's schema
     ("cli/answer.py", "such as slack:U0123)"),
     ("http/api.py", "such as slack:U…)"),

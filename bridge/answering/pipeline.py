@@ -1,0 +1,48 @@
+"""The answer path: the request must be open, then every check in CHECKS in order (each
+raises a named bridge.errors refusal), then the vote is counted where a quorum applies,
+then the answer is recorded. A new rule (a policy step, a grant) is one more check."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bridge.answering.actor import Actor
+from bridge.answering.closed import open_request
+from bridge.answering.desk import Attempt, Desk
+from bridge.answering.four_eyes import not_self_approval
+from bridge.answering.identity import known_as_their_person
+from bridge.answering.quorum import counts_votes, vote
+from bridge.answering.record import record
+from bridge.answering.responders import named_in_responders
+from bridge.answering.shared_password import not_the_shared_password
+from bridge.answering.values import fit_the_questions
+from bridge.models import Request
+
+#: a check raises a BridgeError to refuse the attempt; it may refine it (clean values, identity)
+Check = Callable[[Desk, Attempt], Awaitable[None]]
+
+CHECKS: tuple[Check, ...] = (
+    named_in_responders,      # who may answer (NotAllowed)
+    fit_the_questions,        # validation (AnswerRejected)
+    not_self_approval,        # four eyes (SelfApproval)
+    known_as_their_person,    # identity: a handle answers as its person
+    not_the_shared_password,  # quorum routes count people (SharedVoter)
+)
+
+
+async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, Any], *,
+                 reason: str | None = None, checks: tuple[Check, ...] = CHECKS) -> Request:
+    """Answer `request_id` as `actor`: the request closed with the answer, or (a vote short
+    of its quorum) as it stands, still open."""
+    request = await open_request(desk.store, request_id)
+    attempt = Attempt(request, actor, values, desk.judged(request), reason)
+    for check in checks:
+        await check(desk, attempt)
+    if counts_votes(attempt) and not await vote(desk, attempt):
+        current = await desk.store.get_request(request_id)
+        assert current is not None
+        desk.changes.publish(current)
+        desk.background(desk.update_channels(current), f"update {request_id}")
+        return current
+    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason)
