@@ -350,18 +350,6 @@ class SQLiteStore(Store):
 
         return await self._read(txn)
 
-    async def list_requests(
-        self,
-        *,
-        states: list[RequestState] | None = None,
-        source: str | None = None,
-        route: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Request]:
-        query = RequestQuery(states=tuple(states or ()), source=source or None, route=route or None)
-        return await self.find_requests(query, limit=limit, offset=offset)
-
     async def count_by_state(self) -> dict[str, int]:
         return await self._read(_counts)
 
