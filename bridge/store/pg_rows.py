@@ -16,9 +16,10 @@ import asyncpg
 from bridge.models import Event, Post, Request
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, resumes
+from bridge.store.concerns.retention import PARTS, PRUNABLE_STATES
 from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_text
 from bridge.store.query import pg_parsed as _pg_parsed
-from bridge.store.transactions import AddEvents, Locked, OutboxDone, Save, StillStuck
+from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
 SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
@@ -179,6 +180,18 @@ class PostgresSteps:
 
     async def outbox_done(self, step: OutboxDone) -> None:
         await self.conn.execute("UPDATE outbox SET done=TRUE WHERE id=$1", step.item_id)
+
+    async def prunable(self, step: Prunable) -> list[str]:
+        return [r[0] for r in await self.conn.fetch(
+            "SELECT id FROM requests r WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 "
+            "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND NOT o.done) "
+            "LIMIT $3 FOR UPDATE SKIP LOCKED", list(PRUNABLE_STATES), step.before, step.limit)]
+
+    async def forget(self, step: Forget) -> None:
+        ids = list(step.request_ids)
+        for table in PARTS:
+            await self.conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
+        await self.conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)
 
     async def still_stuck(self, step: StillStuck) -> bool:
         found = await self.conn.fetchrow(f"{STUCK_DELIVERED} AND id=$1 FOR UPDATE", encode_text(step.request_id))

@@ -15,7 +15,6 @@ import asyncpg
 
 from bridge.models import Event, Post, Request, RequestState
 from bridge.store.base import (
-    PRUNABLE_STATES,
     OutboxItem,
     OutboxStats,
     StoreError,
@@ -24,6 +23,7 @@ from bridge.store.base import (
 )
 from bridge.store.codec import STUCK_DELIVERED, resumes
 from bridge.store.concerns.kv import live
+from bridge.store.concerns.search import less_voted, wanted_counts
 from bridge.store.pg_engine import PostgresEngine
 from bridge.store.pg_rows import (
     POST_INSERT,
@@ -338,20 +338,6 @@ class PostgresStore(PostgresEngine):
                 before)
         return [(decode_text(r[0]), r[1]) for r in rows]
 
-    # retention --------------------------------------------------------------------------
-    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
-        async with self._txn() as conn:
-            ids = [r[0] for r in await conn.fetch(
-                "SELECT id FROM requests r WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 "
-                "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND NOT o.done) "
-                "LIMIT $3 FOR UPDATE SKIP LOCKED", list(PRUNABLE_STATES), before, limit)]
-            if ids:
-                for table in ("events", "posts", "votes", "outbox"):
-                    await conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
-                await conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)
-        return len(ids)
-
-
 
 async def _counts(conn: asyncpg.Connection) -> dict[str, int]:
     rows = await conn.fetch("SELECT state, SUM(n) FROM request_counts GROUP BY state HAVING SUM(n) <> 0")
@@ -360,13 +346,10 @@ async def _counts(conn: asyncpg.Connection) -> dict[str, int]:
 
 async def _plain_counts(conn: asyncpg.Connection, query: RequestQuery) -> dict[str, int]:
     """By state from the kept counts, less the requests one of `query.not_voted_by` voted on."""
-    wanted = {s.value for s in query.states}
-    counts = {s: n for s, n in (await _counts(conn)).items() if not wanted or s in wanted}
-    if query.not_voted_by and counts:
-        voted = await conn.fetch(
-            "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v JOIN requests r ON r.id = v.request_id "
-            "WHERE v.voter = ANY($1::text[]) AND r.state = ANY($2::text[]) GROUP BY r.state",
-            sorted({encode_text(v) for v in query.not_voted_by}), sorted(counts))
-        for r in voted:
-            counts[r[0]] -= int(r[1])
-    return {s: n for s, n in counts.items() if n}
+    counts = wanted_counts(await _counts(conn), query)
+    if not (query.not_voted_by and counts):
+        return less_voted(counts, ())
+    return less_voted(counts, await conn.fetch(
+        "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v JOIN requests r ON r.id = v.request_id "
+        "WHERE v.voter = ANY($1::text[]) AND r.state = ANY($2::text[]) GROUP BY r.state",
+        sorted({encode_text(v) for v in query.not_voted_by}), sorted(counts)))

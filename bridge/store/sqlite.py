@@ -19,13 +19,13 @@ from bridge.store.base import (
 )
 from bridge.store.codec import STUCK_DELIVERED, load_request, parse_ts, request_columns, ts
 from bridge.store.concerns.kv import live
+from bridge.store.concerns.search import less_voted, wanted_counts
 from bridge.store.query import RequestQuery, is_plain, sqlite_page, sqlite_where
 from bridge.store.sqlite_engine import SQLiteEngine
 from bridge.store.sqlite_rows import (
     INSERT_OUTBOX,
     INSERT_REQUEST,
     OUTBOX_COLUMNS,
-    PRUNABLE,
     insert_event,
     outbox_item,
     write,
@@ -308,20 +308,6 @@ class SQLiteStore(SQLiteEngine):
         sql = "SELECT id, next_at FROM requests WHERE next_at IS NOT NULL AND next_at <= ? ORDER BY next_at"
         return await self._read(lambda c: [(r[0], datetime.fromisoformat(r[1])) for r in c.execute(sql, (ts(before),))])
 
-    # retention --------------------------------------------------------------------------
-    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
-        def txn(conn: sqlite3.Connection) -> int:
-            ids = [r[0] for r in conn.execute(PRUNABLE, {"before": ts(before), "limit": limit})]
-            if ids:
-                marks = ",".join("?" * len(ids))
-                for table in ("events", "posts", "votes", "outbox"):
-                    conn.execute(f"DELETE FROM {table} WHERE request_id IN ({marks})", ids)
-                conn.execute(f"DELETE FROM requests WHERE id IN ({marks})", ids)
-            return len(ids)
-
-        return await self._run(txn)
-
-
 
 def _counts(conn: sqlite3.Connection) -> dict[str, int]:
     rows = conn.execute("SELECT state, SUM(n) FROM request_counts GROUP BY state HAVING SUM(n) <> 0").fetchall()
@@ -330,17 +316,12 @@ def _counts(conn: sqlite3.Connection) -> dict[str, int]:
 
 def _plain_counts(conn: sqlite3.Connection, query: RequestQuery) -> dict[str, int]:
     """By state from the kept counts, less the requests one of `query.not_voted_by` voted on."""
-    wanted = {s.value for s in query.states}
-    counts = {s: n for s, n in _counts(conn).items() if not wanted or s in wanted}
-    if query.not_voted_by and counts:  # CROSS JOIN: from the votes of these voters (ix_votes_voter), never
-        voters = sorted(set(query.not_voted_by))  # from every request in a state
-        states = sorted(counts)
-        voted = conn.execute(
-            "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v CROSS JOIN requests r ON r.id = v.request_id "
-            f"WHERE v.voter IN ({','.join('?' * len(voters))}) AND r.state IN ({','.join('?' * len(states))}) "
-            "GROUP BY r.state", [*voters, *states]).fetchall()
-        for state, n in voted:
-            counts[state] -= n
-    return {s: n for s, n in counts.items() if n}
-
-
+    counts = wanted_counts(_counts(conn), query)
+    if not (query.not_voted_by and counts):
+        return less_voted(counts, ())
+    voters = sorted(set(query.not_voted_by))  # CROSS JOIN: from the votes of these voters (ix_votes_voter),
+    states = sorted(counts)  # never from every request in a state
+    return less_voted(counts, conn.execute(
+        "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v CROSS JOIN requests r ON r.id = v.request_id "
+        f"WHERE v.voter IN ({','.join('?' * len(voters))}) AND r.state IN ({','.join('?' * len(states))}) "
+        "GROUP BY r.state", [*voters, *states]).fetchall())

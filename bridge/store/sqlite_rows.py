@@ -13,7 +13,8 @@ from typing import Any
 from bridge.models import Event, Request
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, load_request, request_columns, ts
-from bridge.store.transactions import AddEvents, Locked, OutboxDone, Save, StillStuck
+from bridge.store.concerns.retention import PARTS
+from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
 
 COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
            "next_reminder_at, next_escalation_at, step_due_at, resume, created_by, body")
@@ -155,6 +156,16 @@ class SQLiteSteps:
 
     def outbox_done(self, step: OutboxDone) -> None:
         self.conn.execute("UPDATE outbox SET done=1 WHERE id=?", (step.item_id,))
+
+    def prunable(self, step: Prunable) -> list[str]:
+        return [r[0] for r in self.conn.execute(PRUNABLE, {"before": ts(step.before), "limit": step.limit})]
+
+    def forget(self, step: Forget) -> None:
+        ids = list(step.request_ids)
+        marks = ",".join("?" * len(ids))
+        for table in PARTS:
+            self.conn.execute(f"DELETE FROM {table} WHERE request_id IN ({marks})", ids)
+        self.conn.execute(f"DELETE FROM requests WHERE id IN ({marks})", ids)
 
     def still_stuck(self, step: StillStuck) -> bool:
         return self.conn.execute(f"{STUCK_DELIVERED} AND id=?", (step.request_id,)).fetchone() is not None

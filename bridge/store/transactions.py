@@ -69,6 +69,24 @@ class OutboxDone(Step):
     item_id: int
 
 
+@dataclass(frozen=True)
+class Prunable(Step):
+    """The ids of up to `limit` closed requests last changed before `before` whose outcome needs
+    nothing more (`RetentionStore.prune_closed`), locked (those another writer holds: skipped)."""
+
+    name = "prunable"
+    before: datetime
+    limit: int
+
+
+@dataclass(frozen=True)
+class Forget(Step):
+    """Delete these requests (ids as `Prunable` gave them) and what belongs to them (`PARTS`)."""
+
+    name = "forget"
+    request_ids: Sequence[str]
+
+
 Txn = Generator[Step, Any, T]
 _DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
 
@@ -145,6 +163,13 @@ def heal(found: Sequence[str], now: datetime) -> Txn[list[str]]:
     return healed
 
 
+def prune(before: datetime, limit: int) -> Txn[int]:
+    ids = yield Prunable(before, limit)
+    if ids:
+        yield Forget(ids)
+    return len(ids)
+
+
 def drive(txn: Txn[T], steps: object) -> T:
     """Run `txn` with synchronous steps (each `steps.<name>(step)` returns its result)."""
     try:
@@ -202,6 +227,9 @@ class TransactionalStore(Store):
     async def heal_deliveries(self, now: datetime) -> list[str]:
         found = await self.stuck_with_answer()
         return await self.transact(heal(found, now)) if found else []
+
+    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
+        return await self.transact(prune(before, limit))
 
 
 __all__ = [

@@ -9,6 +9,8 @@ from typing import Protocol
 #: a closed request may be pruned (with what belongs to it) once its outcome needs nothing more:
 #: no outbox entry left waiting or dead (an undelivered outcome is kept)
 PRUNABLE_STATES = ("cancelled", "delivered", "expired", "failed")
+#: the tables whose rows belong to a request (pruned with it, before it)
+PARTS = ("events", "posts", "votes", "outbox")
 
 
 class RetentionStore(Protocol):

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
 from bridge.models import Request, RequestState
 from bridge.store.query import RequestQuery
+
+
+def wanted_counts(kept: Mapping[str, int], query: RequestQuery) -> dict[str, int]:
+    """The kept counts by state, of the states `query` asks for (all with none named)."""
+    wanted = {s.value for s in query.states}
+    return {s: n for s, n in kept.items() if not wanted or s in wanted}
+
+
+def less_voted(counts: dict[str, int], voted: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """`counts` less the requests (by state) one of `query.not_voted_by` voted on; no zeros."""
+    for state, n in voted:
+        counts[state] -= int(n)
+    return {s: n for s, n in counts.items() if n}
 
 
 class SearchStore(Protocol):
