@@ -189,7 +189,10 @@ class PostgresEngine(TransactionalStore):
         async with self._conn() as conn, conn.transaction():
             yield conn
 
-    async def transact(self, txn: Txn[T]) -> T:
+    async def transact(self, txn: Txn[T], *, one_statement: bool = False) -> T:
+        if one_statement:  # atomic on its own: no BEGIN … COMMIT round trips around it
+            async with self._conn() as conn:
+                return await drive_async(txn, PostgresSteps(conn))
         async with self._txn() as conn:
             return await drive_async(txn, PostgresSteps(conn))
 

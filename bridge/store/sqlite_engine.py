@@ -154,7 +154,7 @@ class SQLiteEngine(TransactionalStore):
         row = await db._execute(lambda: db._conn.execute("PRAGMA data_version").fetchone())
         return int(row[0])
 
-    async def transact(self, txn: Txn[T]) -> T:
+    async def transact(self, txn: Txn[T], *, one_statement: bool = False) -> T:
         return await self._run(lambda conn: drive(txn, SQLiteSteps(conn)))
 
     async def closed_among(self, request_ids: Sequence[str]) -> list[str]:

@@ -196,8 +196,9 @@ class TransactionalStore(Store):
     """The Store's multi-step writes, over a backend's `transact` (one transaction each)."""
 
     @abc.abstractmethod
-    async def transact(self, txn: Txn[T]) -> T:
-        """Drive `txn` inside one write transaction of the backend."""
+    async def transact(self, txn: Txn[T], *, one_statement: bool = False) -> T:
+        """Drive `txn` inside one write transaction of the backend. `one_statement`: `txn` asks
+        for one step of one statement, atomic on its own (a backend may skip BEGIN … COMMIT)."""
 
     @abc.abstractmethod
     async def stuck_with_answer(self) -> list[str]:
@@ -218,7 +219,8 @@ class TransactionalStore(Store):
         return await self.transact(update(request_id, now=now, expect=expect, fields=fields))
 
     async def add_event(self, request_id: str, kind: str, actor: str, data: dict[str, Any], at: datetime) -> None:
-        await self.transact(add_event(Event(id=0, request_id=request_id, at=at, kind=kind, actor=actor, data=data)))
+        event = Event(id=0, request_id=request_id, at=at, kind=kind, actor=actor, data=data)
+        await self.transact(add_event(event), one_statement=True)
 
     async def finish_delivery(self, item_id: int, request_id: str, *, event: Event, now: datetime,
                               answer: Answer | None = None) -> Request | None:
