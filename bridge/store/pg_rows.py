@@ -15,9 +15,11 @@ import asyncpg
 
 from bridge.models import Event, Post, Request
 from bridge.store.base import OutboxItem, StoreError
-from bridge.store.codec import SCHEMA_VERSION, resumes
+from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, resumes
+from bridge.store.concerns.retention import PARTS, PRUNABLE_STATES
 from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_text
 from bridge.store.query import pg_parsed as _pg_parsed
+from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
 SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
@@ -144,3 +146,53 @@ def outbox_item(r: Iterable[Any]) -> OutboxItem:
         id=int(id_), request_id=decode_text(request_id), state=decode_text(state), attempts=attempts,
         due_at=due_at, created_at=created_at, last_error=decode_opt(last_error), dead=bool(dead),
     )
+
+
+class PostgresSteps:
+    """The steps of `bridge.store.transactions` as PostgreSQL SQL, in the caller's transaction;
+    a request is locked with SELECT … FOR UPDATE, so concurrent writers on any replica serialise."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+
+    async def locked(self, step: Locked) -> Request | None:
+        body = await self.conn.fetchval("SELECT body FROM requests WHERE id=$1 FOR UPDATE",
+                                        encode_text(step.request_id))
+        return load_body(body) if body is not None else None
+
+    async def save(self, step: Save) -> None:
+        # the row, its (first) event and its outbox entry in one statement: one round trip
+        first, *rest = step.events or (None,)
+        n = UPDATE_ARGS
+        await self.conn.execute(
+            f"WITH upd AS ({UPDATE_REQUEST}), ev AS ({event_insert(n + 1)}), "
+            "ob AS (INSERT INTO outbox (request_id, source, state, due_at, created_at) "
+            f"  SELECT $1, ${n + 7}::text, ${n + 6}::text, $4, $4 WHERE ${n + 6}::text IS NOT NULL) "
+            "SELECT 1",
+            *write_args(step.request), *event_args(first), encode_opt(step.enqueue), encode_text(step.request.source),
+        )
+        for event in rest:
+            await self.conn.execute(event_insert(1), *event_args(event))
+
+    async def add_events(self, step: AddEvents) -> None:
+        for event in step.events:
+            await self.conn.execute(event_insert(1), *event_args(event))
+
+    async def outbox_done(self, step: OutboxDone) -> None:
+        await self.conn.execute("UPDATE outbox SET done=TRUE WHERE id=$1", step.item_id)
+
+    async def prunable(self, step: Prunable) -> list[str]:
+        return [r[0] for r in await self.conn.fetch(
+            "SELECT id FROM requests r WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 "
+            "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND NOT o.done) "
+            "LIMIT $3 FOR UPDATE SKIP LOCKED", list(PRUNABLE_STATES), step.before, step.limit)]
+
+    async def forget(self, step: Forget) -> None:
+        ids = list(step.request_ids)
+        for table in PARTS:
+            await self.conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
+        await self.conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)
+
+    async def still_stuck(self, step: StillStuck) -> bool:
+        found = await self.conn.fetchrow(f"{STUCK_DELIVERED} AND id=$1 FOR UPDATE", encode_text(step.request_id))
+        return found is not None

@@ -1,42 +1,30 @@
-"""PostgreSQL store on an asyncpg pool: the same contract as SQLiteStore, safe for several replicas.
-
-Every method is one transaction. `transition` and `update_request` lock the request row
-(SELECT … FOR UPDATE) so concurrent answers from any replica serialise and exactly one wins;
-`claim_due` takes outbox rows with FOR UPDATE SKIP LOCKED and pushes their due time a lease
-ahead, so two replicas never deliver the same entry at once. Text goes through
-`pg_support.encode_text`, so strings PostgreSQL cannot hold (NUL) still round-trip.
+"""PostgreSQL store: the SQL of every concern, over `PostgresEngine` (an asyncpg pool, safe for
+several replicas; see `bridge.store.pg_engine`). The multi-step writes are
+`bridge.store.transactions`, driven with `PostgresSteps`; `claim_due` takes outbox rows with
+FOR UPDATE SKIP LOCKED and pushes their due time a lease ahead, so two replicas never deliver
+the same entry at once.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
 
-from bridge.health import Check, Status
-from bridge.models import Answer, Event, Post, Request, RequestState
+from bridge.models import Event, Post, Request, RequestState
 from bridge.store.base import (
-    PRUNABLE_STATES,
-    ChangeSink,
     OutboxItem,
     OutboxStats,
-    Store,
     StoreError,
-    StoreFull,
-    StoreUnavailable,
     TimerRow,
     Vote,
-    claim_holds,
 )
-from bridge.store.codec import STUCK_DELIVERED, move, resumes
-from bridge.store.pg_follow import Follower
-from bridge.store.pg_lead import AdvisoryLeads
+from bridge.store.codec import STUCK_DELIVERED, resumes
+from bridge.store.concerns.kv import live
+from bridge.store.concerns.search import less_voted, wanted_counts
+from bridge.store.pg_engine import PostgresEngine
 from bridge.store.pg_rows import (
     POST_INSERT,
     UPDATE_ARGS,
@@ -44,172 +32,20 @@ from bridge.store.pg_rows import (
     event_args,
     event_insert,
     load_body,
-    migrate,
     outbox_item,
     post_args,
     write_args,
 )
-from bridge.store.pg_support import PostgresURL, decode_opt, decode_text, encode_opt, encode_text, redact_url
+from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_text
 from bridge.store.query import RequestQuery, is_plain, pg_parsed, postgres_page, postgres_where
 
-# what a dropped connection looks like (server restart, failover, admin kill)
-_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.InternalClientError,
-         asyncpg.AdminShutdownError, TimeoutError)
 _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
-_DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
-RECHECK_S = 5.0
 #: over the parsed body `x` (NULL when the body cannot be parsed in SQL: then Python decides)
 _HAS_ANSWER = "jsonb_typeof(x->'answer') = 'object'"
 
 
-async def _keep_session(conn: asyncpg.Connection) -> None:
-    """The pool's reset of a connection given back: only asyncpg's own (an open transaction
-    rolled back, listeners dropped), not its reset query (`RESET ALL; UNLISTEN *; …`), a
-    round trip after every store call. Store calls leave no session state: no SET, no
-    session advisory lock (leads keep their own connections), no LISTEN, no cursor."""
-
-
-class PostgresStore(Store):
-    """Store on PostgreSQL. `url`: postgresql://user[:password]@host[:port]/db[?search_path=…]."""
-
-    shared = True  # replicas share it
-
-    def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
-        self.url = url
-        try:
-            self.options = PostgresURL.parse(url)
-        except ValueError as exc:
-            raise StoreError(f"bad store url: {exc}") from None
-        self.connect_timeout = connect_timeout
-        self._pool: asyncpg.Pool | None = None
-        self._leads = AdvisoryLeads(self.options.dsn, {
-            "timeout": connect_timeout, "statement_cache_size": self.options.statement_cache_size,
-            "server_settings": self.options.server_settings or None})
-        self._recovery: asyncio.Task[None] | None = None
-        self.follower: Follower | None = None
-        self._following: asyncio.Task[None] | None = None
-
-    def __repr__(self) -> str:
-        return f"PostgresStore({redact_url(self.url)!r})"
-
-    async def open(self) -> None:
-        opts = self.options
-        try:
-            self._pool = await asyncpg.create_pool(
-                opts.dsn, min_size=opts.pool_min, max_size=opts.pool_max, timeout=self.connect_timeout,
-                statement_cache_size=opts.statement_cache_size, server_settings=opts.server_settings or None,
-                reset=_keep_session,
-            )
-        except (*_LOST, asyncpg.PostgresError, ValueError) as exc:  # ValueError: a malformed url
-            raise StoreError(f"cannot open PostgreSQL store {redact_url(self.url)}: {_reason(exc)}") from None
-        try:
-            async with self._txn() as conn:
-                await migrate(conn)
-        except BaseException:
-            await self.close()
-            raise
-
-    def follow(self, sink: ChangeSink) -> None:
-        if self._pool is None or self._following is not None:
-            return
-        self.follower = Follower(self.options.dsn, self._leads.connect, sink, self.closed_among, self.health)
-        self._following = asyncio.get_running_loop().create_task(self.follower.run(), name="store:follow")
-
-    async def closed_among(self, request_ids: Sequence[str]) -> list[str]:
-        ids = [encode_text(i) for i in request_ids]
-        async with self._conn() as conn:
-            rows = await conn.fetch("SELECT id, state FROM requests WHERE id = ANY($1::text[])", ids)
-        still_open = {r[0] for r in rows if r[1] in ("pending", "posted")}
-        return [i for i, encoded in zip(request_ids, ids, strict=True) if encoded not in still_open]
-
-    async def close(self) -> None:
-        following, self._following = self._following, None
-        if following is not None:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await following
-        if self._recovery is not None:
-            self._recovery.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._recovery
-            self._recovery = None
-        await self._leads.close()
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            try:
-                await asyncio.wait_for(pool.close(), timeout=10)
-            except TimeoutError:
-                pool.terminate()
-
-    @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
-        pool = self._pool
-        if pool is None:
-            raise StoreError("store is not open")
-        try:
-            async with pool.acquire() as conn:
-                try:
-                    yield conn
-                except _LOST:
-                    conn.terminate()  # never hand a half-dead connection out again; the pool replaces it
-                    raise
-        except _LOST as exc:
-            fault: StoreError = StoreUnavailable(f"store unavailable: PostgreSQL connection lost: {_reason(exc)}",
-                                                 fix=f"check that the server at {self._where} is up and reachable")
-            self.report_fault(fault)
-            raise fault from exc
-        except asyncpg.PostgresError as exc:
-            mapped = self._fault_of(exc)
-            if mapped is None:
-                raise
-            self.report_fault(mapped)
-            raise mapped from exc
-
-    def report_fault(self, error: StoreError) -> None:
-        super().report_fault(error)
-        if self.health is not None and (self._recovery is None or self._recovery.done()):
-            self._recovery = asyncio.get_running_loop().create_task(self._until_recovered())
-
-    async def _until_recovered(self) -> None:
-        """After a fault, check every RECHECK_S until the store is well, so that the
-        recovery is logged (and /readyz is right) even when nobody asks meanwhile."""
-        while self.health is not None:
-            await asyncio.sleep(RECHECK_S)
-            found = await self.check()
-            self.health.report(found.component, found.status, found.summary, found.fix)
-            if found.ok:
-                return
-
-    @property
-    def _where(self) -> str:
-        return redact_url(self.url).split("?", 1)[0]
-
-    def _fault_of(self, exc: asyncpg.PostgresError) -> StoreError | None:
-        state = getattr(exc, "sqlstate", "") or ""
-        if state.startswith("53"):  # insufficient resources: disk full, out of memory, too many connections
-            return StoreFull(f"store full: {_reason(exc)}",
-                             fix=f"free disk space on the PostgreSQL server at {self._where}")
-        if state == "25006":  # read-only transaction: a standby, or default_transaction_read_only
-            return StoreUnavailable("store read-only: the PostgreSQL server refuses writes",
-                                    fix=f"point store.url at the primary (not a standby) of {self._where}")
-        return None
-
-    async def check(self) -> Check:
-        try:
-            async with self._conn() as conn:
-                read_only = await conn.fetchval(
-                    "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'")
-        except StoreError as exc:
-            return Check("store", Status.failing, str(exc), exc.fix)
-        if read_only:
-            return Check("store", Status.failing, "store read-only: the PostgreSQL server refuses writes",
-                         f"point store.url at the primary (not a standby) of {self._where}")
-        return Check("store", Status.ok, "PostgreSQL store writable")
-
-    @asynccontextmanager
-    async def _txn(self) -> AsyncIterator[asyncpg.Connection]:
-        async with self._conn() as conn, conn.transaction():
-            yield conn
+class PostgresStore(PostgresEngine):
+    """Everything the bridge remembers, in PostgreSQL."""
 
     # requests -----------------------------------------------------------------------
     async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
@@ -254,18 +90,6 @@ class PostgresStore(Store):
             )
         return load_body(body) if body is not None else None
 
-    async def list_requests(
-        self,
-        *,
-        states: list[RequestState] | None = None,
-        source: str | None = None,
-        route: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Request]:
-        query = RequestQuery(states=tuple(states or ()), source=source or None, route=route or None)
-        return await self.find_requests(query, limit=limit, offset=offset)
-
     async def count_by_state(self) -> dict[str, int]:
         async with self._conn() as conn:
             return await _counts(conn)
@@ -289,64 +113,7 @@ class PostgresStore(Store):
             rows = await conn.fetch(sql + " GROUP BY state", *args)
         return {r[0]: int(r[1]) for r in rows}
 
-    async def transition(
-        self,
-        request_id: str,
-        from_states: frozenset[RequestState] | set[RequestState],
-        to_state: RequestState,
-        *,
-        event: Event | None = None,
-        answer: Answer | None = None,
-        error: str | None = None,
-        enqueue: str | None = None,
-        now: datetime,
-    ) -> Request | None:
-        async with self._txn() as conn:
-            request = await _locked(conn, request_id)
-            if request is None or request.state not in from_states:
-                return None
-            move(request, to_state, now, answer=answer, error=error)
-            # the row, its event and its outbox entry in one statement: one round trip
-            n = UPDATE_ARGS
-            await conn.execute(
-                f"WITH upd AS ({UPDATE_REQUEST}), ev AS ({event_insert(n + 1)}), "
-                "ob AS (INSERT INTO outbox (request_id, source, state, due_at, created_at) "
-                f"  SELECT $1, ${n + 7}::text, ${n + 6}::text, $4, $4 WHERE ${n + 6}::text IS NOT NULL) "
-                "SELECT 1",
-                *write_args(request), *event_args(event), encode_opt(enqueue), encode_text(request.source),
-            )
-            return request
-
-    async def modify_request(self, request_id: str, change: Callable[[Request], bool], *, now: datetime,
-                             events: Sequence[Event] = ()) -> Request | None:
-        async with self._txn() as conn:
-            request = await _locked(conn, request_id)
-            if request is None or not change(request):
-                return None
-            request.updated_at = now
-            await _write(conn, request)
-            for event in events:
-                await _insert_event(conn, event)
-            return request
-
-    async def update_request(self, request_id: str, *, now: datetime, expect: Mapping[str, Any] | None = None,
-                             **fields: Any) -> Request | None:
-        async with self._txn() as conn:
-            request = await _locked(conn, request_id)
-            if request is None or not claim_holds(request, expect):
-                return None
-            for key, value in fields.items():
-                setattr(request, key, value)
-            request.updated_at = now
-            await _write(conn, request)
-            return request
-
     # audit ----------------------------------------------------------------------------
-    async def add_event(self, request_id: str, kind: str, actor: str, data: dict[str, Any], at: datetime) -> None:
-        event = Event(id=0, request_id=request_id, at=at, kind=kind, actor=actor, data=data)
-        async with self._conn() as conn:
-            await _insert_event(conn, event)
-
     async def list_events(self, request_id: str) -> list[Event]:
         async with self._conn() as conn:
             rows = await conn.fetch(
@@ -447,46 +214,12 @@ class PostgresStore(Store):
         async with self._conn() as conn:
             await conn.execute("UPDATE outbox SET done=TRUE WHERE id=$1", item_id)
 
-    async def finish_delivery(self, item_id: int, request_id: str, *, event: Event, now: datetime,
-                              answer: Answer | None = None) -> Request | None:
-        async with self._txn() as conn:
-            await conn.execute("UPDATE outbox SET done=TRUE WHERE id=$1", item_id)
-            await _insert_event(conn, event)
-            request = await _locked(conn, request_id)
-            if request is None:
-                return None
-            moved = request.answer is not None and request.state in _DELIVERABLE
-            if moved:
-                move(request, RequestState.delivered, now)
-            if answer is not None:
-                request.answer = answer
-            if moved or answer is not None:
-                request.updated_at = now
-                await _write(conn, request)
-            return request if moved else None
-
-    async def heal_deliveries(self, now: datetime) -> list[str]:
+    async def stuck_with_answer(self) -> list[str]:
         # found without locking anything (an expired request with no answer stays `expired`
         # for good: there may be many), then each one re-checked under its row lock
         async with self._conn() as conn:
-            found = [r[0] for r in await conn.fetch(
+            return [decode_text(r[0]) for r in await conn.fetch(
                 f"SELECT id FROM requests WHERE id IN ({STUCK_DELIVERED}) AND {pg_parsed(_HAS_ANSWER)} IS NOT FALSE")]
-        healed = []
-        async with self._txn() as conn:
-            for rid in found:
-                row = await conn.fetchrow(f"{STUCK_DELIVERED} AND id=$1 FOR UPDATE", rid)
-                if row is None:
-                    continue
-                request = load_body(await conn.fetchval("SELECT body FROM requests WHERE id=$1", rid))
-                if request.answer is None:
-                    continue
-                before = request.state.value
-                move(request, RequestState.delivered, now)
-                await _write(conn, request)
-                await _insert_event(conn, Event(id=0, request_id=request.id, at=now, kind="delivered",
-                                                actor="bridge", data={"outcome": before, "healed": True}))
-                healed.append(request.id)
-        return healed
 
     async def outbox_stats(self) -> OutboxStats:
         async with self._conn() as conn:
@@ -545,13 +278,6 @@ class PostgresStore(Store):
             )
         return [Vote(decode_text(r[0]), decode_text(r[1]), decode_text(r[2]), decode_text(r[3]), r[4]) for r in rows]
 
-    # roles ------------------------------------------------------------------------------
-    async def try_lead(self, role: str) -> bool:
-        return await self._leads.try_lead(role)
-
-    async def resign(self, role: str) -> None:
-        await self._leads.resign(role)
-
     # kv ---------------------------------------------------------------------------------
     async def kv_put(self, namespace: str, key: str, value: dict[str, Any], expires_at: datetime | None = None) -> None:
         async with self._conn() as conn:
@@ -569,7 +295,7 @@ class PostgresStore(Store):
             )
         if row is None:
             return None
-        if now is not None and row[1] is not None and row[1] < now:
+        if not live(row[1], now):
             return None
         value: dict[str, Any] = json.loads(decode_text(row[0]))
         return value
@@ -612,32 +338,6 @@ class PostgresStore(Store):
                 before)
         return [(decode_text(r[0]), r[1]) for r in rows]
 
-    # retention --------------------------------------------------------------------------
-    async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
-        async with self._txn() as conn:
-            ids = [r[0] for r in await conn.fetch(
-                "SELECT id FROM requests r WHERE state = ANY($1::text[]) AND created_at < $2 AND updated_at < $2 "
-                "AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.request_id=r.id AND NOT o.done) "
-                "LIMIT $3 FOR UPDATE SKIP LOCKED", list(PRUNABLE_STATES), before, limit)]
-            if ids:
-                for table in ("events", "posts", "votes", "outbox"):
-                    await conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
-                await conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)
-        return len(ids)
-
-
-async def _locked(conn: asyncpg.Connection, request_id: str) -> Request | None:
-    body = await conn.fetchval("SELECT body FROM requests WHERE id=$1 FOR UPDATE", encode_text(request_id))
-    return load_body(body) if body is not None else None
-
-
-async def _write(conn: asyncpg.Connection, request: Request) -> None:
-    await conn.execute(UPDATE_REQUEST, *write_args(request))
-
-
-async def _insert_event(conn: asyncpg.Connection, event: Event) -> None:
-    await conn.execute(event_insert(1), *event_args(event))
-
 
 async def _counts(conn: asyncpg.Connection) -> dict[str, int]:
     rows = await conn.fetch("SELECT state, SUM(n) FROM request_counts GROUP BY state HAVING SUM(n) <> 0")
@@ -646,17 +346,10 @@ async def _counts(conn: asyncpg.Connection) -> dict[str, int]:
 
 async def _plain_counts(conn: asyncpg.Connection, query: RequestQuery) -> dict[str, int]:
     """By state from the kept counts, less the requests one of `query.not_voted_by` voted on."""
-    wanted = {s.value for s in query.states}
-    counts = {s: n for s, n in (await _counts(conn)).items() if not wanted or s in wanted}
-    if query.not_voted_by and counts:
-        voted = await conn.fetch(
-            "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v JOIN requests r ON r.id = v.request_id "
-            "WHERE v.voter = ANY($1::text[]) AND r.state = ANY($2::text[]) GROUP BY r.state",
-            sorted({encode_text(v) for v in query.not_voted_by}), sorted(counts))
-        for r in voted:
-            counts[r[0]] -= int(r[1])
-    return {s: n for s, n in counts.items() if n}
-
-
-def _reason(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+    counts = wanted_counts(await _counts(conn), query)
+    if not (query.not_voted_by and counts):
+        return less_voted(counts, ())
+    return less_voted(counts, await conn.fetch(
+        "SELECT r.state, COUNT(DISTINCT r.id) FROM votes v JOIN requests r ON r.id = v.request_id "
+        "WHERE v.voter = ANY($1::text[]) AND r.state = ANY($2::text[]) GROUP BY r.state",
+        sorted({encode_text(v) for v in query.not_voted_by}), sorted(counts)))

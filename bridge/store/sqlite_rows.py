@@ -12,7 +12,9 @@ from typing import Any
 
 from bridge.models import Event, Request
 from bridge.store.base import OutboxItem, StoreError
-from bridge.store.codec import SCHEMA_VERSION, request_columns, ts
+from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, load_request, request_columns, ts
+from bridge.store.concerns.retention import PARTS
+from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
 
 COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
            "next_reminder_at, next_escalation_at, step_due_at, resume, created_by, body")
@@ -127,3 +129,43 @@ def outbox_item(r: tuple[Any, ...]) -> OutboxItem:
         id=r[0], request_id=r[1], state=r[2], attempts=r[3], due_at=datetime.fromisoformat(r[4]),
         created_at=datetime.fromisoformat(r[5]), last_error=r[6], dead=bool(r[7]),
     )
+
+
+class SQLiteSteps:
+    """The steps of `bridge.store.transactions` as SQLite SQL, in the caller's `BEGIN IMMEDIATE`
+    transaction (nobody else writes meanwhile: a read is as good as a lock)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def locked(self, step: Locked) -> Request | None:
+        row = self.conn.execute("SELECT body FROM requests WHERE id=?", (step.request_id,)).fetchone()
+        return load_request(row[0]) if row else None
+
+    def save(self, step: Save) -> None:
+        write(self.conn, step.request)
+        self.add_events(step)
+        if step.enqueue is not None:
+            due = ts(step.request.updated_at)
+            self.conn.execute(INSERT_OUTBOX, {"rid": step.request.id, "state": step.enqueue, "due": due,
+                                              "created": due})
+
+    def add_events(self, step: AddEvents | Save) -> None:
+        for event in step.events:
+            insert_event(self.conn, event)
+
+    def outbox_done(self, step: OutboxDone) -> None:
+        self.conn.execute("UPDATE outbox SET done=1 WHERE id=?", (step.item_id,))
+
+    def prunable(self, step: Prunable) -> list[str]:
+        return [r[0] for r in self.conn.execute(PRUNABLE, {"before": ts(step.before), "limit": step.limit})]
+
+    def forget(self, step: Forget) -> None:
+        ids = list(step.request_ids)
+        marks = ",".join("?" * len(ids))
+        for table in PARTS:
+            self.conn.execute(f"DELETE FROM {table} WHERE request_id IN ({marks})", ids)
+        self.conn.execute(f"DELETE FROM requests WHERE id IN ({marks})", ids)
+
+    def still_stuck(self, step: StillStuck) -> bool:
+        return self.conn.execute(f"{STUCK_DELIVERED} AND id=?", (step.request_id,)).fetchone() is not None
