@@ -9,6 +9,7 @@ import asyncio
 import logging
 import re
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +30,20 @@ def store_config(url: str) -> dict[str, Any]:
     return {"store": {"url": url}}
 
 
-async def fill_up(client: httpx.AsyncClient, limit: int = 400) -> tuple[list[str], httpx.Response]:
-    """Create requests until the store refuses one; (ids acknowledged, the refusal)."""
+async def fill_up(client: httpx.AsyncClient, limit: int = 400,
+                  settle: Callable[[], Awaitable[None]] | None = None) -> tuple[list[str], httpx.Response]:
+    """Create requests until the store refuses one; (ids acknowledged, the refusal). With
+    `settle`, each acknowledged request's background work (its posting) is waited for before
+    the next: the refusal is then the store's answer to that create alone, not to a create
+    and a posting competing for the last pages."""
     acknowledged: list[str] = []
     for n in range(limit):
         response = await client.post("/v1/requests", json=big(n))
         if response.status_code != 201:
             return acknowledged, response
         acknowledged.append(response.json()["id"])
+        if settle is not None:
+            await settle()
     raise AssertionError(f"the store took {limit} large requests without filling up")
 
 
@@ -57,10 +64,11 @@ async def test_a_full_store_answers_503_store_full_and_is_not_ready(
     caplog.set_level(logging.INFO)
     async with running_bridge(tmp_path, store_config(url)) as daemon, \
             httpx.AsyncClient(base_url=daemon.base_url) as client:
-        acknowledged, refused = await fill_up(client)
+        acknowledged, refused = await fill_up(client, settle=daemon.service.drain)
         assert refused.status_code == 503, refused.text
         assert refused.json()["detail"] == "store full: database or disk is full"
         assert refused.headers["retry-after"] == "30"
+        await daemon.service.drain()
         assert (await client.post("/v1/requests", json=big(999))).status_code == 503  # still full, still 503
         ready = await client.get("/readyz")
         assert ready.status_code == 503
