@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bridge.config import Route
+from bridge.config_routes import Route
 from bridge.errors import LoosensRoute
 from bridge.models import InvalidAnswer, Question, QuestionKind, RequestIn
 from bridge.people import People
