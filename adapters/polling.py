@@ -13,7 +13,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from starlette.routing import BaseRoute
 
-from bridge.config import Duration
+from bridge.config_daemon import Duration
 from bridge.models import OPEN_STATES, Request
 from bridge.ports import DeliveryError, RequestSink
 from bridge.store.base import Store

@@ -27,7 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route as HttpRoute
 
-from bridge.config import EMBEDDED, HttpSettings, Route, Settings
+from bridge.config import EMBEDDED, Settings
+from bridge.config_daemon import HttpSettings
+from bridge.config_routes import Route
 from bridge.errors import ConfigError
 from bridge.http.listen import port_taken
 from bridge.http.loopback import serving

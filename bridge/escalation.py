@@ -25,7 +25,7 @@ import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from bridge.config import OnTimeout, Route
+from bridge.config_routes import OnTimeout, Route
 from bridge.errors import AlreadyClosed, AnswerRejected
 from bridge.models import Event, Request, StepKind, TimerStep
 from bridge.service import BridgeService

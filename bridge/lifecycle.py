@@ -15,8 +15,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.models import QuestionKind, Request, Responder
+from bridge.models import Request, Responder
 from bridge.ports import Clock, PostResult
+from bridge.questions import QuestionKind
 
 log = logging.getLogger("hitl_bridge.requests")
 

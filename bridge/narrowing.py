@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bridge.config import Route
+from bridge.config_routes import Route
 from bridge.errors import LoosensRoute
-from bridge.models import InvalidAnswer, Question, QuestionKind, RequestIn
+from bridge.models import RequestIn
 from bridge.people import People
+from bridge.questions import InvalidAnswer, Question, QuestionKind
 from bridge.timers import LONGEST, max_possible_responders
 
 

@@ -22,7 +22,7 @@ import random
 from datetime import timedelta
 from typing import Any
 
-from bridge.config import DeliverySettings
+from bridge.config_daemon import DeliverySettings
 from bridge.crypto import SecretLost
 from bridge.models import Answer, Request, RequestState
 from bridge.ports import Clock, DeliveryError, Outcome

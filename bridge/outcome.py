@@ -16,7 +16,8 @@ from enum import StrEnum
 from typing import Any
 
 from bridge.errors import AlreadyClosed
-from bridge.models import Answer, Question, QuestionKind, Request, RequestState
+from bridge.models import Answer, Request, RequestState
+from bridge.questions import Question, QuestionKind
 
 TIMEOUT_VIA = "timeout"
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from bridge.config import Route, Settings
+from bridge.config import Settings
+from bridge.config_routes import Route
 from bridge.errors import ConfigError
 from bridge.ports import Channel
 from bridge.specs import channel_spec, channel_specs

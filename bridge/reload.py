@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bridge.config import EMBEDDED, Route, Settings, load_settings
+from bridge.config import EMBEDDED, Settings, load_settings
+from bridge.config_routes import Route
 from bridge.errors import ConfigError
 from bridge.ports import Channel
 from bridge.preflight import check_config, check_targets

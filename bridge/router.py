@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
 
-from bridge.config import Route
+from bridge.config_routes import Route
 from bridge.models import Request
 
 # match keys that read a request field; any other key reads a label of that name

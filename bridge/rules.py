@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from bridge.config import Route
+from bridge.config_routes import Route
 from bridge.models import Request, Responder, Rules
 from bridge.people import LOCAL, People, canonical_handle
 from bridge.router import Router

@@ -14,7 +14,7 @@ from bridge.answering.closed import open_request
 from bridge.answering.record import record
 from bridge.answering.responders import may_answer
 from bridge.answering.values import fits, validated
-from bridge.config import Route
+from bridge.config_routes import Route
 from bridge.crypto import SecretBox
 from bridge.errors import AnswerRejected, NotFound, NotTheSameRequest
 from bridge.fingerprint import fingerprint

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bridge.config import EscalationLevel, Route
+from bridge.config_routes import EscalationLevel, Route
 from bridge.models import Request
 from bridge.people import People, target_person
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bridge.models import QuestionKind, Request
+from bridge.models import Request
+from bridge.questions import QuestionKind
 from bridge.store.base import Vote
 
 

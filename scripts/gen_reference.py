@@ -1,6 +1,6 @@
 """The documentation's reference pages, generated from the code so they cannot drift from it:
 
-- reference/config.md: every config key, from the pydantic models (bridge/config.py and each
+- reference/config.md: every config key, from the pydantic models (bridge/config*.py and each
   adapter's section): type, default, and the field's description or the comment beside it;
 - reference/http-api.md: every operation of the daemon's OpenAPI document (the app built as
   `serve` builds it, on a throwaway SQLite store);
@@ -72,6 +72,10 @@ def load(target: str) -> Any:
 
 
 # ---- config ----------------------------------------------------------------------------------
+
+#: the core's config models (their docstrings are not shown; an adapter section's are)
+_CORE_CONFIG = ("bridge.config", "bridge.config_daemon", "bridge.config_routes")
+
 
 def _comments(model: type[BaseModel]) -> dict[str, str]:
     """The comment beside each field (`name: T = x  # comment`) or on the lines just above it."""
@@ -178,7 +182,7 @@ def model_table(model: type[BaseModel], prefix: str, seen: set[type[BaseModel]] 
             if nest and inner not in seen:
                 nested.append((f"{prefix}{key}", inner))
     doc = inspect.cleandoc(model.__dict__.get("__doc__") or "")  # its own, not BaseModel's
-    text = (doc.split("\n\n")[0].replace("\n", " ") + "\n\n" if doc and model.__module__ != "bridge.config" else "")
+    text = (doc.split("\n\n")[0].replace("\n", " ") + "\n\n" if doc and model.__module__ not in _CORE_CONFIG else "")
     out = [text + "\n".join(rows) + "\n"]
     for key, inner in nested:
         seen.add(inner)

@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.models import Answer, Question, QuestionKind, RequestIn, fit_json
+from bridge.models import Answer, RequestIn
+from bridge.questions import Question, QuestionKind, fit_json
 
 ENGINE = "agentworld"
 SKIP = "Skip"

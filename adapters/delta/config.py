@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapters.delta.resume import BadResumeCommand, check_template
 from adapters.delta.translate import REASON_FIELD
-from bridge.config import Duration
+from bridge.config_daemon import Duration
 
 
 class DeltaConfig(BaseModel):

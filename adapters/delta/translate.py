@@ -6,7 +6,8 @@ from typing import Any
 
 from adapters.delta.layout import Layout, Mailbox
 from adapters.delta.mailbox import DeltaRequest
-from bridge.models import MAX_TEXT, Answer, Question, QuestionKind, Request, RequestIn
+from bridge.models import Answer, Request, RequestIn
+from bridge.questions import MAX_TEXT, Question, QuestionKind
 
 ENGINE = "delta"
 QUESTION_ID = "answer"

@@ -15,9 +15,10 @@ from typing import Literal
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from bridge.models import QuestionKind, Request, fit_json
+from bridge.models import Request
 from bridge.outcome import OutcomeKind
 from bridge.outcome import outcome_of as outcome_of_request
+from bridge.questions import QuestionKind, fit_json
 
 Kind = Literal["new", "reminder", "resolved"]
 TEMPLATES = Path(__file__).parent / "templates"

@@ -30,7 +30,7 @@ from adapters.langgraph.resume import (
     ResumePlan,
     resume_value,
 )
-from bridge.models import MAX_CONTEXT_DEPTH, MAX_TEXT, Question, QuestionKind
+from bridge.questions import MAX_CONTEXT_DEPTH, MAX_TEXT, Question, QuestionKind
 
 _INBOX_ALLOW = (("allow_accept", APPROVE), ("allow_edit", EDIT),
                 ("allow_respond", RESPOND), ("allow_ignore", IGNORE))

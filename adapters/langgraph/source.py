@@ -24,9 +24,10 @@ from starlette.routing import BaseRoute
 from adapters.langgraph.client import LangGraphClient, LangGraphError, ThreadInfo
 from adapters.langgraph.mapping import map_interrupt, safe_context_value
 from adapters.langgraph.resume import ResumeError, ResumePlan, resume_value
-from bridge.config import Duration
-from bridge.models import OPEN_STATES, Question, QuestionKind, RequestIn
+from bridge.config_daemon import Duration
+from bridge.models import OPEN_STATES, RequestIn
 from bridge.ports import DeliveryError, Outcome, RequestSink
+from bridge.questions import Question, QuestionKind
 from bridge.registry import AdapterContext
 from bridge.store.base import Store
 from bridge.store.query import RequestQuery

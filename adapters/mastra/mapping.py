@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.mastra.schema import OTHER, AnswerPlan, Slot, allows_anything, plan_questions, resume_data
-from bridge.models import Answer, FormField, Question, QuestionKind, RequestIn, fit_json
+from bridge.models import Answer, RequestIn
+from bridge.questions import FormField, Question, QuestionKind, fit_json
 
 ENGINE = "mastra"
 PROMPT_KEYS = ("question", "message", "prompt", "reason", "title", "description")

@@ -18,7 +18,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.models import Answer, Question, QuestionKind
+from bridge.models import Answer
+from bridge.questions import Question, QuestionKind
 
 REASON_NAMES = ("reason", "comment", "comments", "feedback", "note", "notes", "message", "rejectionReason",
                 "rejection_reason")

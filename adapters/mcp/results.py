@@ -26,8 +26,9 @@ from adapters.mcp.requests import (
     REQUEST_APPROVAL,
     WHY_NOT,
 )
-from bridge.models import Answer, Question, RequestState
+from bridge.models import Answer, RequestState
 from bridge.outcome import Outcome, ending
+from bridge.questions import Question
 
 OPEN_STATES = ("pending", "posted")
 

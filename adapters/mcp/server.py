@@ -25,7 +25,7 @@ from adapters.mcp.requests import (
 )
 from adapters.mcp.results import failure
 from adapters.mcp.tasks import TasksExtension
-from bridge.models import ID_PATTERN, Question
+from bridge.questions import ID_PATTERN, Question
 
 VERSION = "0.1.0"
 INSTRUCTIONS = (

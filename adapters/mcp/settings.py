@@ -7,7 +7,7 @@ from datetime import timedelta
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapters.mcp.requests import RESERVED_PREFIX, Caller
-from bridge.config import Duration
+from bridge.config_daemon import Duration
 
 MAX_LABELS = 50
 

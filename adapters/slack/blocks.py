@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.slack.text import clock, escape, mrkdwn, plain, show_value, slack_date, truncate, who
-from bridge.models import Question, QuestionKind, Request
+from bridge.models import Request
 from bridge.outcome import OutcomeKind, outcome_of
+from bridge.questions import Question, QuestionKind
 
 ACTION_PREFIX = "hitl:"
 APPROVE = "hitl:approve"

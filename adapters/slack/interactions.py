@@ -39,8 +39,9 @@ from adapters.slack.modals import (
 from adapters.slack.port import ListenerPort
 from adapters.slack.text import clock, escape, truncate
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound, SelfApproval
-from bridge.models import InvalidAnswer, QuestionKind, Request, Responder
+from bridge.models import Request, Responder
 from bridge.outcome import closed_error
+from bridge.questions import InvalidAnswer, QuestionKind
 
 log = logging.getLogger("hitl_bridge.slack")
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapters.slack.text import escape, mrkdwn, plain, show_value, truncate
-from bridge.models import FormField, InvalidAnswer, Question, QuestionKind, Request
+from bridge.models import Request
+from bridge.questions import FormField, InvalidAnswer, Question, QuestionKind
 
 ANSWER_CALLBACK = "hitl:answer"
 REJECT_CALLBACK = "hitl:reject"

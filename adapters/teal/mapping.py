@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bridge.models import Answer, Question, QuestionKind, RequestIn, fit_json
+from bridge.models import Answer, RequestIn
+from bridge.questions import Question, QuestionKind, fit_json
 
 ENGINE = "teal"
 SAFE_ID = r"^[A-Za-z0-9_:-][A-Za-z0-9_.:-]{0,99}$"  # no "/", never only dots

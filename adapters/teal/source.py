@@ -35,7 +35,8 @@ from starlette.routing import BaseRoute, Route
 from adapters.polling import describe
 from adapters.teal.mapping import InvalidPause, TealPause, parse_pause, pause_to_request, resume_body, resume_path
 from adapters.teal.task import TaskState, judge
-from bridge.config import Duration, Settings
+from bridge.config import Settings
+from bridge.config_daemon import Duration
 from bridge.crypto import SecretBox, SecretLost
 from bridge.http.auth import token_ok
 from bridge.models import OPEN_STATES, Request

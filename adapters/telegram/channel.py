@@ -31,8 +31,9 @@ from adapters.telegram.sender import SendError, TelegramSender
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.state import ChannelState, Prompt, TokenRecord
 from adapters.telegram.view import PURPOSE, layout, view
-from bridge.models import QuestionKind, Request, Responder
+from bridge.models import Request, Responder
 from bridge.ports import PostResult
+from bridge.questions import QuestionKind
 from bridge.timing_view import timing_notes
 
 if TYPE_CHECKING:

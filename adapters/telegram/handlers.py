@@ -22,8 +22,9 @@ from adapters.telegram.pending import PendingList
 from adapters.telegram.sender import SendError
 from adapters.telegram.sessions import Sessions
 from adapters.telegram.state import PendingReason, Prompt, TokenRecord
-from bridge.models import QuestionKind, Request, Responder
+from bridge.models import Request, Responder
 from bridge.outcome import closed_error
+from bridge.questions import QuestionKind
 
 if TYPE_CHECKING:
     from adapters.telegram.desk import Desk

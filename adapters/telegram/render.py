@@ -17,8 +17,9 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from bridge.models import FormField, Question, QuestionKind, Request
+from bridge.models import Request
 from bridge.outcome import OutcomeKind, outcome_of
+from bridge.questions import FormField, Question, QuestionKind
 
 TEXT_LIMIT = 4096
 CUT_MARK = "…(truncated)"

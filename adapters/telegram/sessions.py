@@ -19,7 +19,8 @@ from adapters.telegram.render import esc, step_text
 from adapters.telegram.sender import SendError
 from adapters.telegram.state import Prompt, Session, TokenRecord
 from adapters.telegram.view import step_buttons
-from bridge.models import FormField, InvalidAnswer, Question, QuestionKind, Request, Responder
+from bridge.models import Request, Responder
+from bridge.questions import FormField, InvalidAnswer, Question, QuestionKind
 
 if TYPE_CHECKING:
     from telegram import ForceReply

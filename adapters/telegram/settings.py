@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from bridge.config import Duration
+from bridge.config_daemon import Duration
 
 _TOKEN = re.compile(r"^\d+:[A-Za-z0-9_-]+$")
 _WEBHOOK_SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")

@@ -10,7 +10,8 @@ from telegram import InlineKeyboardMarkup
 
 from adapters.telegram import keyboards as kb
 from adapters.telegram.render import request_text
-from bridge.models import FormField, Question, QuestionKind, Request
+from bridge.models import Request
+from bridge.questions import FormField, Question, QuestionKind
 
 if TYPE_CHECKING:
     from telegram import ForceReply

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.models import InvalidAnswer, Question, QuestionKind
+from bridge.questions import InvalidAnswer, Question, QuestionKind
 
 MAX_REASON = 2000
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from adapters.web.answers import ParsedAnswer
 from adapters.web.present import answer_items
-from bridge.models import QuestionKind, Request
+from bridge.models import Request
+from bridge.questions import QuestionKind
 
 #: how long (seconds) a one-tap answer waits in the browser before it is sent
 UNDO_SECONDS = 5

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bridge.models import Question, QuestionKind, Request
+from bridge.models import Request
 from bridge.outcome import OutcomeKind, outcome_of
+from bridge.questions import Question, QuestionKind
 
 #: how a channel name reads in a sentence ("… via Slack", "… in the inbox")
 VIA = {"slack": "via Slack", "telegram": "via Telegram", "web": "in the inbox", "email": "by email",

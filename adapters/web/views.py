@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from bridge.models import Event, QuestionKind, Request, RequestState
+from bridge.models import Event, Request, RequestState
 from bridge.outcome import closed_error
+from bridge.questions import QuestionKind
 from bridge.store.base import OutboxItem, Vote
 
 # the state filter of the list: a name in the URL → the states it shows

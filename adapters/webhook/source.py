@@ -20,8 +20,9 @@ from bridge.errors import BridgeError, NotTheSameRequest
 from bridge.http.app import COMPONENTS_KEY, FirstRoute, component_schemas, describe_errors
 from bridge.http.auth import check_api_token, token_name
 from bridge.http.views import request_view_json
-from bridge.models import MAX_CONTEXT_DEPTH, RequestIn, has_lone_surrogate
+from bridge.models import RequestIn, has_lone_surrogate
 from bridge.ports import DeliveryError, Outcome, RequestSink
+from bridge.questions import MAX_CONTEXT_DEPTH
 from bridge.registry import AdapterContext
 
 JSON = "application/json"
@@ -30,7 +31,7 @@ JSON = "application/json"
 def parse_body(raw: bytes) -> Any:
     """The JSON of a request body, or a 422 naming what is wrong with it. A body nested
     deeper than the JSON parser goes gets the same 422 as any body nested too deeply:
-    nothing below recurses, whatever the depth (see `bridge.models._depth`)."""
+    nothing below recurses, whatever the depth (see `bridge.questions._depth`)."""
     try:
         return json.loads(raw)
     except RecursionError:

@@ -7,7 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.models import Callback, FormField, Question, QuestionKind, Request, RequestIn
+from bridge.models import Callback, Request, RequestIn
+from bridge.questions import FormField, Question, QuestionKind
 
 KIND_OF_INPUT = {
     "free_text": QuestionKind.text,

@@ -6,7 +6,8 @@ from typing import Any
 
 from bridge.answering.desk import Attempt, Desk
 from bridge.errors import AnswerRejected
-from bridge.models import InvalidAnswer, Question, QuestionKind, Request, has_lone_surrogate
+from bridge.models import Request, has_lone_surrogate
+from bridge.questions import InvalidAnswer, Question, QuestionKind
 
 
 def validated(request: Request, values: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,8 @@ def serve(cli: Cli, listen: str | None) -> int:
     """Run the daemon: sources, channels, the web inbox and the HTTP API on http.listen
     (127.0.0.1:8787 by default), until Ctrl-C or SIGTERM; SIGHUP reloads the config. With no
     config file it runs on embedded defaults (SQLite in ./.hitl-bridge/)."""
-    from bridge.config import EMBEDDED, ENV_PREFIX, HttpSettings
+    from bridge.config import EMBEDDED, ENV_PREFIX
+    from bridge.config_daemon import HttpSettings
     from bridge.daemon import Daemon
     from bridge.errors import ConfigError
     from bridge.eventloop import loop_factory, run

@@ -13,9 +13,10 @@ from pydantic import BaseModel, Field, ValidationError
 from bridge.errors import BridgeError, NotAPerson
 from bridge.http.auth import api_responder, caller_name, may_manage, not_yours, require_api_token
 from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
-from bridge.models import MAX_CONTEXT_DEPTH, RequestState
 from bridge.models import Request as BridgeRequest
+from bridge.models import RequestState
 from bridge.ports import source_problems
+from bridge.questions import MAX_CONTEXT_DEPTH
 from bridge.service import BridgeService
 from bridge.store.query import RequestQuery
 
