@@ -6,6 +6,11 @@ something changes. Two bounds keep many of them cheap:
 - **Held looks per session and per client address.** Past `per_session` or `per_address`
   looks held at once, a look is answered at once with 429 (`Retry-After`: the poll
   interval); the page then looks again after its usual interval.
+- **So many answers an interval.** A session answers at most `per_session` looks, and an
+  address `per_address`, in one interval (`pace_s`, the page's own poll interval: a page
+  looks at most once an interval); a look past that waits for the next interval. A client
+  that looks again at once, with a stale version or many tabs, cannot make every change
+  cost it a render and a response.
 - **One render for identical looks.** Looks for the same view, query, version and viewer
   share one render: the first one computes it, the others wait for it and get the same
   result (kept for `share_s`, so looks that wake together at a change all share it).
@@ -28,26 +33,56 @@ from prometheus_client.registry import Collector
 
 T = TypeVar("T")
 VIEWS = ("list", "detail")
+MAX_WAVES = 10_000  # sessions and addresses remembered before the old ones are forgotten
 
 
 class LiveLooks(Collector):
-    def __init__(self, per_session: int, per_address: int, *, share_s: float = 1.0,
+    def __init__(self, per_session: int, per_address: int, *, share_s: float = 1.0, pace_s: float = 1.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.per_session = per_session
         self.per_address = per_address
         self.share_s = share_s
+        self.pace_s = pace_s
+        self._waves: dict[str, tuple[float, int]] = {}  # session or address → (interval start, answered)
         self._clock = clock
         self._held: Counter[str] = Counter()
         self._shared: dict[Hashable, tuple[float, asyncio.Future[Any]]] = {}
         self.renders: Counter[str] = Counter({view: 0 for view in VIEWS})
         self.refused = 0
+        self.paced = 0  # looks waiting now for their session's or address's next interval
 
     # held looks ---------------------------------------------------------------------------
+    @staticmethod
+    def keys(session: str, address: str) -> tuple[str, str]:
+        return "session:" + _digest(session), "address:" + address
+
+    def wait_for_wave(self, keys: tuple[str, str]) -> float:
+        """0 when a look of `keys` may be answered now (counted), else the seconds until its
+        session's and address's next interval, when it may ask again: each answers at most as
+        many looks an interval as it may hold (`per_session`, `per_address`)."""
+        now = self._clock()
+        wait = 0.0
+        for key in keys:
+            start, used = self._waves.get(key, (float("-inf"), 0))
+            if now - start >= self.pace_s:
+                self._waves[key] = (now, 0)
+            elif used >= (self.per_session if key.startswith("session:") else self.per_address):
+                wait = max(wait, start + self.pace_s - now)
+        if wait > 0:
+            return wait
+        for key in keys:
+            start, used = self._waves[key]
+            self._waves[key] = (start, used + 1)
+        if len(self._waves) > MAX_WAVES:  # forget those that have not looked for a while
+            for key in [k for k, (at, _) in self._waves.items() if now - at > 10 * self.pace_s]:
+                del self._waves[key]
+        return 0.0
+
     @contextmanager
     def slot(self, session: str, address: str) -> Iterator[bool]:
         """A place for one held look: True while it is held, False when the session or the
         address already holds as many as it may (then answer at once)."""
-        keys = ("session:" + _digest(session), "address:" + address)
+        keys = self.keys(session, address)
         if self._held[keys[0]] >= self.per_session or self._held[keys[1]] >= self.per_address:
             self.refused += 1
             yield False
@@ -105,6 +140,8 @@ class LiveLooks(Collector):
         yield renders
         yield GaugeMetricFamily("hitl_inbox_live_held", "Live inbox looks held open now, waiting for a change",
                                 value=self.held)
+        yield GaugeMetricFamily("hitl_inbox_live_paced", "Live inbox looks waiting for the next interval: "
+                                "their session or address had its answers for this one", value=self.paced)
         yield CounterMetricFamily("hitl_inbox_live_refused", "Live inbox looks answered at once (429) because "
                                   "their session or address already held as many as it may", value=self.refused)
 

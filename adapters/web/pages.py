@@ -60,7 +60,8 @@ class Inbox:
         self.auth = auth
         self.clock = clock
         self.render = Renderer(config.title, config.poll_interval_s)
-        self.looks = LiveLooks(config.live_held_per_session, config.live_held_per_address)
+        self.looks = LiveLooks(config.live_held_per_session, config.live_held_per_address,
+                               pace_s=config.poll_interval_s)
 
     def routes(self) -> Sequence[BaseRoute]:
         return [
@@ -164,20 +165,41 @@ class Inbox:
         holds as many looks as it may (`adapters.web.live`)."""
         feed = self._service(request).changes
         seen = request.headers.get(SEEN_HEADER, "")[:80]
-        if seen != feed.token:
-            return feed.token  # nothing to hold: changed since, another replica's, or none
-        with self.looks.slot(_session_key(request), client_key(request.client.host if request.client else None)) \
-                as held:
+        session, address = _session_key(request), client_key(request.client.host if request.client else None)
+        keys = self.looks.keys(session, address)
+        if seen != feed.token:  # nothing to hold: changed since, another replica's, or none
+            await self._with_next_wave(request, keys)
+            return feed.token
+        with self.looks.slot(session, address) as held:
             if not held:
                 return None
             changed = asyncio.ensure_future(feed.until_changed(seen, LIVE_HOLD_S))
             gone = asyncio.ensure_future(_disconnected(request))  # a closed tab lets go at once
             try:
                 await asyncio.wait({changed, gone}, return_when=asyncio.FIRST_COMPLETED)
+                woken = changed.done() and not gone.done()
             finally:
                 for task in (changed, gone):
                     task.cancel()
+            if woken:
+                await self._with_next_wave(request, keys)
         return feed.token
+
+    async def _with_next_wave(self, request: Request, keys: tuple[str, str]) -> None:
+        """Wait while this session or address has had its answers for this interval
+        (`LiveLooks.wait_for_wave`); a closed tab stops waiting."""
+        wait = self.looks.wait_for_wave(keys)
+        if wait <= 0:
+            return
+        gone = asyncio.ensure_future(_disconnected(request))
+        self.looks.paced += 1
+        try:
+            while wait > 0 and not gone.done():
+                await asyncio.wait({gone}, timeout=wait)
+                wait = self.looks.wait_for_wave(keys)
+        finally:
+            self.looks.paced -= 1
+            gone.cancel()
 
     def _too_many(self, request: Request) -> Response:
         """A look past the bound: answered at once; the page looks again after its interval."""

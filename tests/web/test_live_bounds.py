@@ -70,3 +70,28 @@ async def test_held_looks_are_bounded_and_share_one_render_per_change(tmp_path: 
         renders = await metric(ana.http, "hitl_inbox_live_renders_total", "list") - before
         assert 1 <= renders <= len(versions) <= 2, (renders, versions)  # one per version, not one per look
         assert await metric(ana.http, "hitl_inbox_live_held") == 0
+
+
+async def test_a_client_that_looks_again_at_once_is_paced_to_its_interval(tmp_path: Path) -> None:
+    """A page looks at most once an interval; a client that looks again at once (a stale
+    version, many tabs) gets at most `live_held_per_session` answers an interval, and the
+    next look waits for the next interval (a closed tab stops waiting)."""
+    config = {"web": {"password": PASSWORD, "live_held_per_session": 2, "live_held_per_address": 64,
+                      "poll_interval_s": 60}}
+    async with running_bridge(tmp_path, config) as bridge, Person(bridge.base_url) as ana:
+        assert (await ana.login(PASSWORD, name="ana")).status_code == 303
+        stale = {"X-Live-Seen": "not-the-current-version"}  # answered at once, never held
+        for _ in range(2):
+            assert (await ana.http.get(SEARCH, headers=stale)).status_code == 200
+        third = asyncio.create_task(ana.http.get(SEARCH, headers=stale))
+        await wait_for(lambda: metric_is(ana.http, "hitl_inbox_live_paced", 1))  # parked until the next interval
+        assert not third.done()
+        async with Person(bridge.base_url) as bo:  # another session at the same address is not held back by ana's
+            assert (await bo.login(PASSWORD, name="bo")).status_code == 303
+            assert (await bo.http.get(SEARCH, headers=stale)).status_code == 200
+        third.cancel()
+        await asyncio.gather(third, return_exceptions=True)
+
+
+async def metric_is(http: httpx.AsyncClient, name: str, value: float) -> bool:
+    return await metric(http, name) == value
