@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from bridge.models import Request
+
+CLOSED_KEPT = 10_000  # closed requests remembered for posting's check
 
 #: a waiter's future resolves with the request as changed, or None: "it changed, read it again"
 #: (a change made elsewhere, or the daemon shutting down)
@@ -44,16 +46,27 @@ class ChangeFeed:
         self.on_timer: list[Callable[[str, datetime | None], None]] = []
         #: called after the follower missed changes for a while (a lost connection)
         self.on_gap: list[Callable[[], None]] = []
+        #: requests this process saw close, the latest CLOSED_KEPT (posting skips a store read
+        #: for the others; a close it did not see is settled by the store when copies are recorded)
+        self._closed: OrderedDict[str, None] = OrderedDict()
 
     # this process's changes ----------------------------------------------------------------
     def publish(self, request: Request) -> None:
         self._moved()
+        if not request.is_open:
+            self._closed[request.id] = None
+            if len(self._closed) > CLOSED_KEPT:
+                self._closed.popitem(last=False)
         for fut in self._waiters.pop(request.id, ()):
             if not fut.done():
                 fut.set_result(request)
         for queue in list(self._subscribers):
             if queue.qsize() < 1000:  # a stuck subscriber must not grow without bound
                 queue.put_nowait(request)
+
+    def saw_close(self, request_id: str) -> bool:
+        """True when this process saw `request_id` close (among the latest CLOSED_KEPT)."""
+        return request_id in self._closed
 
     def _moved(self) -> None:
         self.version += 1

@@ -196,10 +196,11 @@ class BridgeService:
         A request closed before its posting starts is shown nowhere; one closed while its
         copies go out gets them recorded (no `posted` event after its close: the store
         decides that atomically) and brought up to date at once (they say it is closed)."""
-        current = await self.store.get_request(request.id)
-        if current is None or not current.is_open:
-            state = current.state.value if current is not None else "gone"
-            return [PostResult(target=t, ok=False, error=f"the request is {state}: not shown") for t in targets]
+        if not request.is_open or self.changes.saw_close(request.id):  # else no store read: the
+            current = await self.store.get_request(request.id)  # store settles a close seen elsewhere
+            if current is None or not current.is_open:
+                state = current.state.value if current is not None else "gone"
+                return [PostResult(target=t, ok=False, error=f"the request is {state}: not shown") for t in targets]
         by_channel: dict[int, list[str]] = {}
         results: list[PostResult] = []
         for target in self.expand_targets(targets):
