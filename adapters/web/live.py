@@ -33,7 +33,7 @@ from prometheus_client.registry import Collector
 
 T = TypeVar("T")
 VIEWS = ("list", "detail")
-MAX_WAVES = 10_000  # sessions and addresses remembered before the old ones are forgotten
+MAX_REMEMBERED = 10_000  # sessions and addresses remembered before the old ones are forgotten
 
 
 class LiveLooks(Collector):
@@ -43,7 +43,7 @@ class LiveLooks(Collector):
         self.per_address = per_address
         self.share_s = share_s
         self.pace_s = pace_s
-        self._waves: dict[str, tuple[float, int]] = {}  # session or address → (interval start, answered)
+        self._answered: dict[str, tuple[float, int]] = {}  # session or address → (interval start, answered)
         self._clock = clock
         self._held: Counter[str] = Counter()
         self._shared: dict[Hashable, tuple[float, asyncio.Future[Any]]] = {}
@@ -54,35 +54,35 @@ class LiveLooks(Collector):
     # held looks ---------------------------------------------------------------------------
     @staticmethod
     def keys(session: str, address: str) -> tuple[str, str]:
+        """What a look is counted under: its session (a digest: it is a credential), its address."""
         return "session:" + _digest(session), "address:" + address
 
-    def wait_for_wave(self, keys: tuple[str, str]) -> float:
+    def until_answerable(self, keys: tuple[str, str]) -> float:
         """0 when a look of `keys` may be answered now (counted), else the seconds until its
         session's and address's next interval, when it may ask again: each answers at most as
         many looks an interval as it may hold (`per_session`, `per_address`)."""
         now = self._clock()
         wait = 0.0
         for key in keys:
-            start, used = self._waves.get(key, (float("-inf"), 0))
+            start, used = self._answered.get(key, (float("-inf"), 0))
             if now - start >= self.pace_s:
-                self._waves[key] = (now, 0)
+                self._answered[key] = (now, 0)
             elif used >= (self.per_session if key.startswith("session:") else self.per_address):
                 wait = max(wait, start + self.pace_s - now)
         if wait > 0:
             return wait
         for key in keys:
-            start, used = self._waves[key]
-            self._waves[key] = (start, used + 1)
-        if len(self._waves) > MAX_WAVES:  # forget those that have not looked for a while
-            for key in [k for k, (at, _) in self._waves.items() if now - at > 10 * self.pace_s]:
-                del self._waves[key]
+            start, used = self._answered[key]
+            self._answered[key] = (start, used + 1)
+        if len(self._answered) > MAX_REMEMBERED:  # forget those that have not looked for a while
+            for key in [k for k, (at, _) in self._answered.items() if now - at > 10 * self.pace_s]:
+                del self._answered[key]
         return 0.0
 
     @contextmanager
-    def slot(self, session: str, address: str) -> Iterator[bool]:
-        """A place for one held look: True while it is held, False when the session or the
-        address already holds as many as it may (then answer at once)."""
-        keys = self.keys(session, address)
+    def slot(self, keys: tuple[str, str]) -> Iterator[bool]:
+        """A place for one held look of `keys` (session, address): True while it is held, False
+        when the session or the address already holds as many as it may (then answer at once)."""
         if self._held[keys[0]] >= self.per_session or self._held[keys[1]] >= self.per_address:
             self.refused += 1
             yield False

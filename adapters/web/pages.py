@@ -165,12 +165,11 @@ class Inbox:
         holds as many looks as it may (`adapters.web.live`)."""
         feed = self._service(request).changes
         seen = request.headers.get(SEEN_HEADER, "")[:80]
-        session, address = _session_key(request), client_key(request.client.host if request.client else None)
-        keys = self.looks.keys(session, address)
+        keys = self.looks.keys(_session_key(request), client_key(request.client.host if request.client else None))
         if seen != feed.token:  # nothing to hold: changed since, another replica's, or none
-            await self._with_next_wave(request, keys)
+            await self._in_turn(request, keys)
             return feed.token
-        with self.looks.slot(session, address) as held:
+        with self.looks.slot(keys) as held:
             if not held:
                 return None
             changed = asyncio.ensure_future(feed.until_changed(seen, LIVE_HOLD_S))
@@ -182,13 +181,13 @@ class Inbox:
                 for task in (changed, gone):
                     task.cancel()
             if woken:
-                await self._with_next_wave(request, keys)
+                await self._in_turn(request, keys)
         return feed.token
 
-    async def _with_next_wave(self, request: Request, keys: tuple[str, str]) -> None:
+    async def _in_turn(self, request: Request, keys: tuple[str, str]) -> None:
         """Wait while this session or address has had its answers for this interval
-        (`LiveLooks.wait_for_wave`); a closed tab stops waiting."""
-        wait = self.looks.wait_for_wave(keys)
+        (`LiveLooks.until_answerable`); a closed tab stops waiting."""
+        wait = self.looks.until_answerable(keys)
         if wait <= 0:
             return
         gone = asyncio.ensure_future(_disconnected(request))
@@ -196,7 +195,7 @@ class Inbox:
         try:
             while wait > 0 and not gone.done():
                 await asyncio.wait({gone}, timeout=wait)
-                wait = self.looks.wait_for_wave(keys)
+                wait = self.looks.until_answerable(keys)
         finally:
             self.looks.paced -= 1
             gone.cancel()
