@@ -78,6 +78,12 @@ class RequestIn(BaseModel):
     #: who asked (a person's name from `people:`, or a handle): with a route's
     #: `forbid_self_approval` that person cannot approve it
     requested_by: str | None = Field(default=None, max_length=200)
+    #: the session the source knows (an MCP / Claude Code session id, a LangGraph thread, a
+    #: Delta run, an API caller's own): "Allow for this session" grants are scoped to it
+    session: str | None = Field(default=None, max_length=200)
+    #: what the tool says of itself (MCP tool annotations: `readOnlyHint`, `destructiveHint`, …);
+    #: rules may match on them
+    annotations: dict[str, Any] = Field(default_factory=dict)
     timeout_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     deadline: datetime | None = None
     callback: Callback | None = None

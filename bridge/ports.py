@@ -17,6 +17,7 @@ from bridge.models import Answer, Request, RequestIn, Responder
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from bridge.policy import GrantChoice, GrantOffer
     from bridge.store.base import Store
 
 
@@ -86,9 +87,11 @@ class BridgeAPI(RequestSink, Protocol):
         *,
         via: str,
         reason: str | None = None,
+        grant: GrantChoice | None = None,
     ) -> Request:
         """Record an answer. Raises bridge.errors.* (NotFound, AlreadyClosed, NotAllowed,
-        InvalidAnswer) with messages fit to show the person."""
+        InvalidAnswer) with messages fit to show the person. `grant`: the standing approval
+        the person chose with an approving answer (bridge.policy.grant_offers)."""
         ...
 
     async def cancel(self, request_id: str, *, actor: str, reason: str = "") -> Request: ...
@@ -111,6 +114,10 @@ class BridgeAPI(RequestSink, Protocol):
         """What waits for `responder` on `channel`, the most urgent first: the open requests
         with a copy on `channel` that was posted to one of `here`, or (when `named`) whose
         `responders` let them answer. A few store reads, never one per request."""
+        ...
+
+    def grant_offers(self, request: Request) -> list[GrantOffer]:
+        """The standing approvals to offer next to Approve for `request` (may be empty)."""
         ...
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:

@@ -24,6 +24,7 @@ from bridge.models import OPEN_STATES, Event, Post, Request, RequestIn, RequestS
 from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
 from bridge.people import People, canonical_target
+from bridge.policy import GrantChoice, GrantOffer, grant_offers
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
 from bridge.rules import Judged, judge, route_in_force, snapshot
@@ -293,9 +294,15 @@ class BridgeService:
         *,
         via: str,
         reason: str | None = None,
+        grant: GrantChoice | None = None,
     ) -> Request:
-        """Answer as `responder` through the channel `via` (bridge.answering: the checks)."""
-        return await answering.answer(self, request_id, Actor.of(responder, via), values, reason=reason)
+        """Answer as `responder` through the channel `via` (bridge.answering: the checks);
+        `grant`: the standing approval chosen with an approving answer (bridge.policy)."""
+        return await answering.answer(self, request_id, Actor.of(responder, via), values, reason=reason,
+                                      grant=grant)
+
+    def grant_offers(self, request: Request) -> list[GrantOffer]:
+        return grant_offers(request, self.route_of(request))
 
     def after_close(self, request: Request) -> None:
         for hook in self.on_answered:

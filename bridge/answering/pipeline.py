@@ -18,6 +18,7 @@ from bridge.answering.responders import named_in_responders
 from bridge.answering.shared_password import not_the_shared_password
 from bridge.answering.values import fit_the_questions
 from bridge.models import Request
+from bridge.policy import GrantChoice
 
 #: a check raises a BridgeError to refuse the attempt; it may refine it (clean values, identity)
 Check = Callable[[Desk, Attempt], Awaitable[None]]
@@ -32,9 +33,11 @@ CHECKS: tuple[Check, ...] = (
 
 
 async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, Any], *,
-                 reason: str | None = None, checks: tuple[Check, ...] = CHECKS) -> Request:
+                 reason: str | None = None, checks: tuple[Check, ...] = CHECKS,
+                 grant: GrantChoice | None = None) -> Request:
     """Answer `request_id` as `actor`: the request closed with the answer, or (a vote short
-    of its quorum) as it stands, still open."""
+    of its quorum) as it stands, still open. `grant`: the standing approval the person asks
+    for with an approving answer (stored by the policy core; a plain answer until then)."""
     request = await open_request(desk.store, request_id)
     attempt = Attempt(request, actor, values, desk.judged(request), reason)
     for check in checks:
