@@ -13,8 +13,12 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from bridge.store.base import Store
+
+if TYPE_CHECKING:
+    from bridge.config_daemon import HttpSettings
 
 TOKENS = "answer-link"  # token -> {request_id, handle}
 BY_RECIPIENT = "answer-link.by"  # "<request id> <handle>" -> {token}
@@ -54,3 +58,10 @@ async def resolve(store: Store, token: str, now: datetime | None = None) -> Answ
     if not isinstance(request_id, str) or not isinstance(handle, str):
         return None
     return AnswerLink(token, request_id, handle)
+
+
+def link_base(http: HttpSettings) -> str:
+    """Where links people open point: `http.public_url`, else the listen address (loopback
+    for a wildcard one, which only this machine can open; the channels warn about it)."""
+    host = "127.0.0.1" if http.host in ("0.0.0.0", "::", "") else http.host
+    return (http.public_url or f"http://{host}:{http.port}").rstrip("/")

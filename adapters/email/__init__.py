@@ -6,6 +6,7 @@ from typing import Any
 
 from adapters.email.channel import EmailChannel
 from adapters.email.settings import EmailSettings
+from bridge.links import link_base
 from bridge.registry import AdapterContext
 
 __all__ = ["EmailChannel", "build_channel"]
@@ -17,6 +18,4 @@ def build_channel(section: dict[str, Any], ctx: AdapterContext) -> EmailChannel:
     if web is None or web.get("enabled") is False:
         raise ctx.error("", "email answer links open the web inbox's answer page: keep the web inbox enabled "
                             "(remove web.enabled: false)")
-    http = ctx.settings.http
-    public = http.public_url or f"http://{'127.0.0.1' if http.host in ('0.0.0.0', '::', '') else http.host}:{http.port}"
-    return EmailChannel(settings, ctx.store, ctx.clock, public)
+    return EmailChannel(settings, ctx.store, ctx.clock, link_base(ctx.settings.http))
