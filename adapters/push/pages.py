@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from adapters.push.subscriptions import BadSubscription, parse_subscription
+from adapters.push.subscriptions import BadSubscription, device_name, parse_subscription
 from adapters.web.auth import Viewer
 from adapters.web.render import SECURITY_HEADERS, browser_id, is_secure, read_form, redirect
 
@@ -121,7 +121,7 @@ class PushPages:
         gone = await self.channel.devices.gone(now, login) if login else []
         return self._page(request, viewer, login=login or "", devices=devices, gone=gone,
                           public_key=self.channel.public_key, max_devices=self.channel.settings.max_devices,
-                          done=request.query_params.get("done", "") in ("off",))
+                          done=request.query_params.get("done", "") in ("off",), device_name=device_name)
 
     async def subscribe(self, request: Request, viewer: Viewer) -> Response:
         if not self.web.auth.csrf_ok(request, viewer, request.headers.get(CSRF_HEADER)):
@@ -154,7 +154,7 @@ class PushPages:
         if not self.web.auth.csrf_ok(request, viewer, given) or login is None:
             return self._page(request, viewer, status=403, login=login or "", devices=[], gone=[],
                               public_key=self.channel.public_key, max_devices=self.channel.settings.max_devices,
-                              done=False)
+                              done=False, device_name=device_name)
         device = (form.get("device") or [""])[0][:64]
         await self.channel.devices.remove(login, f"{login} {device}")
         return redirect("/inbox/push?done=off")

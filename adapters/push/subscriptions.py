@@ -46,9 +46,24 @@ class Device:
     def host(self) -> str:
         return urlsplit(self.endpoint).hostname or "?"
 
+    @property
+    def name(self) -> str:
+        """`Chrome on Android`, from the browser's User-Agent, for the person to tell devices apart."""
+        return device_name(self.agent)
+
     def info(self) -> dict[str, Any]:
         """What pywebpush takes."""
         return {"endpoint": self.endpoint, "keys": {"p256dh": self.p256dh, "auth": self.auth}}
+
+
+def device_name(agent: str) -> str:
+    """`Firefox on Linux`; "a browser" when the User-Agent says nothing we know."""
+    browsers = (("Edg/", "Edge"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"), ("Safari/", "Safari"))
+    systems = (("Android", "Android"), ("iPhone", "iPhone"), ("iPad", "iPad"), ("Windows", "Windows"),
+               ("Mac OS X", "macOS"), ("Linux", "Linux"))
+    browser = next((name for mark, name in browsers if mark in agent), "a browser")
+    system = next((name for mark, name in systems if mark in agent), "")
+    return f"{browser} on {system}" if system else browser
 
 
 def device_key(login: str, endpoint: str) -> str:
