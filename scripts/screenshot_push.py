@@ -50,7 +50,8 @@ async def main() -> None:
             dropped = (await devices.of("ana"))[1]
             await devices.drop(dropped, 410, now)
             async with async_playwright() as playwright:
-                browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless"])
+                browser = await playwright.chromium.launch(executable_path=CHROMIUM,
+                                                           args=["--no-sandbox", "--headless"])
                 context = await browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2,
                                                     is_mobile=True, has_touch=True)
                 page = await context.new_page()

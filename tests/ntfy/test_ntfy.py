@@ -35,7 +35,8 @@ def ntfy_config(fake: FakeNtfy, port: int, **route: Any) -> dict[str, Any]:
 @asynccontextmanager
 async def setup(tmp_path: Path, **route: Any) -> AsyncIterator[tuple[Daemon, FakeNtfy, ManualClock]]:
     clock = ManualClock()
-    async with ntfy_server(TOKEN) as fake, bridge_on(tmp_path, clock, ntfy_config(fake, free_port(), **route)) as daemon:
+    async with ntfy_server(TOKEN) as fake, \
+            bridge_on(tmp_path, clock, ntfy_config(fake, free_port(), **route)) as daemon:
         yield daemon, fake, clock
 
 

@@ -19,8 +19,8 @@ from bridge.doctor import diagnose
 from bridge.models import RequestState
 from tests.fakes.push_service import FakePushService, push_service
 from tests.harness import ManualClock
-from tests.push.helpers import ANA_TOKEN, log_in, push_config, push_page, turn_on
-from tests.timing.helpers import bridge_on, create, stored
+from tests.push.helpers import ANA_TOKEN, BO_TOKEN, log_in, push_config, push_page, turn_on
+from tests.timing.helpers import bridge_on, create, step, stored
 
 TEXT = [{"id": "note", "kind": "text", "prompt": "What should I tell them?"}]
 
@@ -78,8 +78,7 @@ async def test_answered_elsewhere_replaces_the_notification(tmp_path: Path) -> N
         sid = service.sid_of(await turn_on(phone, service))
         rid = await create(daemon)
         note = (await service.wait_for(sid, 1))[0].payload
-        async with httpx.AsyncClient(base_url=daemon.base_url,
-                                     headers={"Authorization": "Bearer relay-token-0123456789"}) as api:
+        async with httpx.AsyncClient(base_url=daemon.base_url) as api:  # an open loopback API: no token
             await api.post(f"/v1/requests/{rid}/answer", json={"value": False})
         await daemon.service.drain()
         closed = (await service.wait_for(sid, 2))[1].payload
@@ -164,3 +163,42 @@ async def test_turning_on_refuses_bad_subscriptions(tmp_path: Path) -> None:
         assert await daemon.store.kv_items("push-subscription") == []
         async with httpx.AsyncClient(base_url=daemon.base_url) as stranger:
             assert (await stranger.post("/inbox/push/devices", json=good)).status_code == 401
+
+
+async def test_quorum_reminders_escalation_and_metrics(tmp_path: Path) -> None:
+    route = {"name": "deploys", "notify": ["push:ana"], "responders": ["person:ana", "person:bo"], "quorum": 2,
+             "remind_every": "10m", "escalate": [{"after": "15m", "notify": ["person:bo"]}]}
+    clock = ManualClock(datetime.now(UTC))
+    async with push_service() as service, \
+            bridge_on(tmp_path, clock, push_config(service, routes=[route])) as daemon, \
+            httpx.AsyncClient(base_url=daemon.base_url) as ana, httpx.AsyncClient(base_url=daemon.base_url) as bo:
+        await log_in(ana, ANA_TOKEN)
+        await log_in(bo, BO_TOKEN)
+        ana_sid = service.sid_of(await turn_on(ana, service))
+        bo_sid = service.sid_of(await turn_on(bo, service))
+        rid = await create(daemon)
+        first = (await service.wait_for(ana_sid, 1))[0].payload
+        assert service.inbox[bo_sid] == []  # bo is reached only by the escalation
+
+        await step(daemon, clock, minutes=10)
+        reminder = (await service.wait_for(ana_sid, 2))[1].payload
+        assert reminder["tag"] == first["tag"] and reminder["renotify"] and reminder["title"].startswith("Reminder")
+        await step(daemon, clock, minutes=5)
+        escalated = (await service.wait_for(bo_sid, 1))[0].payload
+        assert escalated["title"].startswith("Escalated") and escalated["tap"] != first["tap"]
+
+        voted = await tap(daemon, first["tap"], {"decision": "approve"})
+        assert voted.status_code == 200 and voted.json()["state"] == "voted"
+        assert (await stored(daemon, rid)).is_open  # one of two approvals
+        done = await tap(daemon, escalated["tap"], {"decision": "approve"})
+        assert done.status_code == 200 and done.json()["state"] == "answered"
+        request = await stored(daemon, rid)
+        assert not request.is_open and request.answer is not None and request.answer.responder.person == "bo"
+        for sid in (ana_sid, bo_sid):  # both phones' notifications are replaced by the outcome
+            assert any(m.payload["kind"] == "closed" for m in await service.wait_for(sid, len(service.inbox[sid])))
+        async with httpx.AsyncClient(base_url=daemon.base_url) as probe:
+            ready = (await probe.get("/readyz")).text
+            metrics = (await probe.get("/metrics")).text
+        assert "channel:push" in ready
+        sent = [line for line in metrics.splitlines() if line.startswith('hitl_push_messages_total{result="sent"}')]
+        assert sent and float(sent[0].split()[-1]) >= 5
