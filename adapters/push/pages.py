@@ -18,20 +18,21 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jinja2 import ChoiceLoader, FileSystemLoader
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from adapters.push.subscriptions import BadSubscription, device_name, parse_subscription
+from adapters.push.settings import PushSettings
+from adapters.push.subscriptions import BadSubscription, Devices, device_name, parse_subscription
 from adapters.web.auth import Viewer
 from adapters.web.render import SECURITY_HEADERS, browser_id, is_secure, read_form, redirect
 
 if TYPE_CHECKING:
-    from adapters.push.channel import PushChannel
     from adapters.web import WebChannel
+    from bridge.ports import Clock
 
 STATIC = Path(__file__).parent / "static"
 TEMPLATES = Path(__file__).parent / "templates"
@@ -55,8 +56,22 @@ def manifest(title: str) -> dict[str, Any]:
     }
 
 
+class PushHost(Protocol):
+    """What the pages need of the push channel: the inbox it lives in, its devices, its key."""
+
+    settings: PushSettings
+    clock: Clock
+    devices: Devices
+
+    @property
+    def web(self) -> WebChannel: ...
+
+    @property
+    def public_key(self) -> str: ...
+
+
 class PushPages:
-    def __init__(self, channel: PushChannel) -> None:
+    def __init__(self, channel: PushHost) -> None:
         self.channel = channel
         self._loader_set = False
 
