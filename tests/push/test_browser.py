@@ -25,11 +25,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from adapters.push.subscriptions import Devices, parse_subscription
 from bridge.models import RequestState
+from tests.engines.mastra_server import NodeMissing
 from tests.fakes.push_service import push_service
 from tests.harness import ManualClock
 from tests.push.helpers import ANA_TOKEN, push_config
 from tests.timing.helpers import bridge_on, create, stored
+from tests.web import axe
 from tests.web.browser import chromium, needs_chromium, new_page
 
 pytestmark = needs_chromium
@@ -125,3 +130,31 @@ async def test_a_person_approves_from_the_notification_in_chromium(tmp_path: Pat
                                    lambda n: len(n) == 1 and n[0]["title"].startswith("Approved by ana"))
             assert replaced[0]["actions"] == []
             assert service.refused == []
+
+
+async def test_the_notifications_page_has_no_serious_accessibility_violations(tmp_path: Path) -> None:
+    try:
+        script = axe.install()
+    except NodeMissing as exc:
+        pytest.skip(f"axe-core cannot be installed here: {exc}")
+    async with push_service() as service, \
+            bridge_on(tmp_path, ManualClock(datetime.now(UTC)), push_config(service)) as daemon, \
+            chromium() as browser:
+        devices = Devices(daemon.store)
+        for n in (1, 2):
+            await devices.add(parse_subscription(service.subscribe("k"), "ana", ["127.0.0.1"], added="2026-01-01T12:00",
+                                                 agent=f"Mozilla/5.0 (Linux; Android 15) Chrome/13{n} Mobile"), 10)
+        await devices.drop((await devices.of("ana"))[0], 410, datetime.now(UTC))
+        found: dict[str, Any] = {}
+        for scheme in ("light", "dark"):
+            async with new_page(browser, base_url=daemon.base_url, viewport={"width": 390, "height": 844},
+                                color_scheme=scheme, bypass_csp=True, is_mobile=True) as page:
+                await page.goto("/inbox/login")
+                await page.fill("#login-secret", ANA_TOKEN)
+                await page.get_by_role("button", name="Log in").click()
+                await page.wait_for_url("**/inbox")
+                await page.goto("/inbox/push")
+                await page.locator("[data-push-on]").wait_for(state="visible")
+                assert "Dropped devices" in await page.content()
+                found[scheme] = await axe.violations(page, script)
+        assert found == {"light": [], "dark": []}, found
