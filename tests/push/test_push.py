@@ -20,7 +20,7 @@ from bridge.models import RequestState
 from tests.fakes.push_service import FakePushService, push_service
 from tests.harness import ManualClock
 from tests.push.helpers import ANA_TOKEN, BO_TOKEN, log_in, push_config, push_page, turn_on
-from tests.timing.helpers import bridge_on, create, step, stored
+from tests.timing.helpers import bridge_on, create, events, step, stored
 
 TEXT = [{"id": "note", "kind": "text", "prompt": "What should I tell them?"}]
 
@@ -202,3 +202,41 @@ async def test_quorum_reminders_escalation_and_metrics(tmp_path: Path) -> None:
         assert "channel:push" in ready
         sent = [line for line in metrics.splitlines() if line.startswith('hitl_push_messages_total{result="sent"}')]
         assert sent and float(sent[0].split()[-1]) >= 5
+
+
+async def test_a_person_not_among_the_responders_is_refused_on_the_record(tmp_path: Path) -> None:
+    route = {"name": "deploys", "notify": ["push:ana"], "responders": ["person:bo"]}
+    async with phone_setup(tmp_path, routes=[route]) as (daemon, service, phone):
+        sid = service.sid_of(await turn_on(phone, service))
+        rid = await create(daemon)
+        note = (await service.wait_for(sid, 1))[0].payload
+        refused = await tap(daemon, note["tap"], {"decision": "approve"})
+        assert refused.status_code == 403 and "not recorded" in refused.json()["error"]
+        assert (await stored(daemon, rid)).is_open
+        [event] = await events(daemon, rid, "refused")
+        assert event.actor == "push:ana" and event.data["via"] == "push"
+
+
+async def test_without_secrets_key_a_restart_makes_a_new_key_and_drops_the_devices(tmp_path: Path) -> None:
+    async with push_service() as service:
+        config = push_config(service)
+        async with bridge_on(tmp_path, ManualClock(datetime.now(UTC)), config) as daemon, \
+                httpx.AsyncClient(base_url=daemon.base_url) as phone:
+            await log_in(phone, ANA_TOKEN)
+            await turn_on(phone, service)
+            first_key, _, _ = await push_page(phone)
+        async with bridge_on(tmp_path, ManualClock(datetime.now(UTC)), config) as daemon, \
+                httpx.AsyncClient(base_url=daemon.base_url) as phone:
+            await log_in(phone, ANA_TOKEN)
+            second_key, _, page = await push_page(phone)
+            assert second_key != first_key
+            assert await daemon.store.kv_items("push-subscription") == []
+            assert "push key changed" in page
+        with_key = {**config, "secrets": {"key": "a passphrase that survives restarts"}}
+        keys = []
+        for _ in range(2):
+            async with bridge_on(tmp_path, ManualClock(datetime.now(UTC)), with_key) as daemon, \
+                    httpx.AsyncClient(base_url=daemon.base_url) as phone:
+                await log_in(phone, ANA_TOKEN)
+                keys.append((await push_page(phone))[0])
+        assert keys[0] == keys[1]  # sealed with secrets.key: the same key after a restart
