@@ -11,9 +11,9 @@ import pytest
 from adapters.ntfy.message import BadTarget, Target, closed_message, handle_of, parse_target, request_message
 from adapters.ntfy.settings import NtfySettings
 from bridge.models import Answer, Request, RequestState, Responder
-from bridge.questions import Question
+from bridge.questions import Question, QuestionKind
 
-CONFIRM = [Question(id="ok", kind="confirm", prompt="Deploy?")]
+CONFIRM = [Question(id="ok", kind=QuestionKind.confirm, prompt="Deploy?")]
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -51,7 +51,7 @@ def test_a_yes_no_request_gets_http_buttons_that_post_a_decision() -> None:
 
 
 def test_other_kinds_and_secrets_get_open_only() -> None:
-    text = request(questions=[Question(id="t", kind="text", prompt="Why?")])
+    text = request(questions=[Question(id="t", kind=QuestionKind.text, prompt="Why?")])
     message = request_message(text, Target("ops"), tap_url="https://b.example/ntfy/tap/T",
                               open_url="https://b.example/inbox/a/L", priority=3, tags=[])
     assert [a["label"] for a in message["actions"]] == ["Open"]

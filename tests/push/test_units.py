@@ -14,7 +14,7 @@ from adapters.push.subscriptions import allowed_host, device_name
 from adapters.taps import TapRefused, parse_tap
 from bridge.action_tokens import Decision
 from bridge.models import Request
-from bridge.questions import Question
+from bridge.questions import Question, QuestionKind
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -22,7 +22,8 @@ NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 def request(**fields: object) -> Request:
     return Request.model_validate({"id": "r_1", "source": "webhook", "title": "Deploy api",
                                    "created_at": NOW, "updated_at": NOW,
-                                   "questions": [Question(id="ok", kind="confirm", prompt="Deploy?")], **fields})
+                                   "questions": [Question(id="ok", kind=QuestionKind.confirm, prompt="Deploy?")],
+                                   **fields})
 
 
 def test_a_payload_fits_a_push_message_however_long_the_request() -> None:
@@ -34,7 +35,7 @@ def test_a_payload_fits_a_push_message_however_long_the_request() -> None:
 
 
 def test_secret_requests_get_open_and_closed_payloads_have_no_buttons() -> None:
-    secret = request(questions=[Question(id="pw", kind="secret", prompt="Password?")])
+    secret = request(questions=[Question(id="pw", kind=QuestionKind.secret, prompt="Password?")])
     data = json.loads(request_payload(secret, tap_url="/t", open_url="/o"))
     assert data["actions"] == [{"action": "open", "title": "Open"}] and data["tap"] is None
     closed = json.loads(closed_payload(request(state="cancelled"), open_url="/o"))
