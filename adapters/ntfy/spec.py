@@ -1,6 +1,8 @@
 """What the core needs to know about ntfy (bridge.specs): a target is a topic
 (`ntfy:ops-approvals`, optionally `?priority=5&tags=warning`), and a topic is also the
-handle of whoever is subscribed to it, so `people:` may give a person their own topic."""
+handle of whoever is subscribed to it, so `people:` may give a person their own topic.
+With no config file, `NTFY_URL` (and `NTFY_TOKEN`) switch it on and `NTFY_TOPIC` is the
+default route's topic."""
 
 from __future__ import annotations
 
@@ -24,6 +26,15 @@ def normalize(ident: str) -> str:
     return ident
 
 
+#: the environment variable naming the default route's topic (bridge.env_routes)
+TOPIC_ENV = "NTFY_TOPIC"
+
+
+def env_target(value: str) -> str:
+    value = value.strip()
+    return value if value.startswith("ntfy:") else f"ntfy:{value}"
+
+
 def env_section(env: Mapping[str, str]) -> dict[str, Any] | None:
     if not env.get("NTFY_URL"):
         return None
@@ -42,5 +53,7 @@ SPEC = ChannelSpec(
     person_of_target=lambda ident: topic_of(ident) if TOPIC.fullmatch(topic_of(ident)) else None,
     canonical_target=lambda ident: ident.strip(),
     target_forms=("ntfy:<topic>", "ntfy:<topic>?priority=<1-5>&tags=<a,b>"),
+    target_env=TOPIC_ENV,
+    env_target=env_target,
     env_section=env_section,
 )

@@ -4,6 +4,7 @@ to its URL); the answer is recorded as the topic's handle and the message is rep
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,12 +12,13 @@ from typing import Any
 
 import httpx
 
+from bridge.config import load_settings
 from bridge.daemon import Daemon
 from bridge.doctor import diagnose
 from bridge.models import RequestState
 from tests.email.smtp_server import free_port
 from tests.fakes.ntfy_server import FakeNtfy, ntfy_server, press
-from tests.harness import ManualClock
+from tests.harness import ManualClock, running_bridge
 from tests.timing.helpers import bridge_on, create, step, stored
 
 TOKEN = "tk_fake0123456789"
@@ -115,3 +117,15 @@ async def test_a_refused_publish_is_a_failed_copy_and_doctor_checks_the_server(t
         findings = {f.check: f for f in await diagnose(daemon.settings, daemon_url=daemon.base_url)}
         assert findings["ntfy"].status == "ok" and "healthy" in findings["ntfy"].detail
         assert findings["ntfy buttons"].status == "warn"  # public_url is loopback
+
+
+async def test_the_environment_alone_is_a_complete_set_up(tmp_path: Path) -> None:
+    async with ntfy_server() as fake:
+        settings = load_settings(None, {
+            "HITL_BRIDGE_CONFIG_PATH": str(tmp_path / "none.yaml"), "NTFY_URL": fake.url, "NTFY_TOPIC": "ana-phone",
+            "HITL_BRIDGE__STORE__URL": f"sqlite:///{tmp_path}/bridge.db", "HITL_BRIDGE__HTTP__LISTEN": "127.0.0.1:0",
+            "HITL_BRIDGE__SOURCES": json.dumps([{"type": "webhook"}])})
+        assert settings.default_route.notify == ["web", "ntfy:ana-phone"]
+        async with running_bridge(tmp_path, settings=settings) as daemon:
+            await create(daemon, title="Deploy from the env?")
+            assert (await fake.wait_for(1))[0]["title"] == "Approval: Deploy from the env?"
