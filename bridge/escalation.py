@@ -304,6 +304,10 @@ class TimerActions:
         if step.takeovers:  # the replica that died may have posted some of them
             tried = {p.target for p in await self.store.list_posts(request_id)}
             targets = [t for t in self.service.expand_targets(targets) if t not in tried]
+        elif self.service.reach.delegations.listing():  # a delegate may hold a copy already (theirs and
+            await self.service.reach.fresh(self.service.people)  # the one of the person they stand in for)
+            shown = {p.target for p in await self.store.list_posts(request_id) if p.ok}
+            targets = [t for t in self.service.expand_targets(targets) if t not in shown]
         if targets:
             await self.service.post(current, targets)
         await self.service.update_channels(current)
