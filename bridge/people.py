@@ -269,7 +269,13 @@ class People:
     def targets_of(self, entry: str) -> list[str] | None:
         """Where a `person:` / `group:` notify target reaches its people: for each of their
         handles, the target its channel's spec names (a DM, a private chat, a mailbox; an
-        inbox or API login reaches nobody). None for any other entry (a channel target already)."""
+        inbox or API login reaches nobody). None for any other entry (a channel target already).
+        `oncall:<rota>` reaches whom it may (the rotation's people; a feed's, anyone's): for
+        checking a config; at the moment of posting it is the person on call (bridge.reach)."""
+        if entry.startswith("oncall:"):
+            rota = self.rotas.get(entry[len("oncall:"):].strip())
+            names = (rota.named_people() or list(self.people)) if rota is not None else []
+            return [t for name in names for t in self.targets_of(f"person:{name}") or []]
         if not entry.startswith(("person:", "group:")):
             return None
         out = []

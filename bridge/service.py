@@ -101,7 +101,7 @@ class BridgeService(ManyAndAway):
         for a person away is decided first (bridge.reach)."""
         out: list[str] = []
         for target in self.reach.resolve(self.people, targets):
-            reached = self.people.targets_of(target)
+            reached = None if target.startswith("oncall:") else self.people.targets_of(target)  # nobody on call
             if reached is None:
                 out.append(canonical_target(target))
                 continue
