@@ -29,8 +29,8 @@ from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.reach import Reach
 from bridge.router import Router
 from bridge.rules import Judged, judge, route_in_force, snapshot
-from bridge.store.base import Store, StoreError
 from bridge.service_people import ManyAndAway
+from bridge.store.base import Store, StoreError
 from bridge.store.query import RequestQuery
 from bridge.timers import initial_timers
 from bridge.waiting import waiting_for

@@ -15,7 +15,9 @@ from bridge.models import Responder
 from bridge.people import People
 
 if TYPE_CHECKING:
-    from bridge.service import BridgeService
+    from bridge.config_routes import Route
+    from bridge.models import Request
+    from bridge.reach import Reach
 
 log = logging.getLogger("hitl_bridge.requests")
 
@@ -24,13 +26,25 @@ class ManyAndAway:
     """Batches and delegation, over the service's answer path, store and people."""
 
     people: People
+    reach: Reach
 
-    async def batches_waiting(self: BridgeService, responder: Responder, *, channel: str,
+    if TYPE_CHECKING:  # BridgeService's own
+        async def waiting_for(self, responder: Responder, *, channel: str, here: Sequence[str] = (),
+                              named: bool = True) -> list[Request]: ...
+
+        def route_of(self, request: Request) -> Route: ...
+
+        async def answer(self, request_id: str, responder: Responder, values: dict[str, Any], *, via: str,
+                         reason: str | None = None, grant: Any = None, batch: str | None = None) -> Request: ...
+
+        async def get(self, request_id: str) -> Request | None: ...
+
+    async def batches_waiting(self, responder: Responder, *, channel: str,
                               here: Sequence[str] = ()) -> list[Batch]:
         """The alike requests waiting for `responder` on `channel`, grouped, largest first."""
         return batches(await self.waiting_for(responder, channel=channel, here=here), self.route_of)
 
-    async def answer_batch(self: BridgeService, ids: Sequence[str], responder: Responder, *, via: str,
+    async def answer_batch(self, ids: Sequence[str], responder: Responder, *, via: str,
                            values: dict[str, Any] | None = None, value: Any = None,
                            reason: str | None = None) -> BatchResult:
         """Answer each of `ids` through the ordinary answer path: a result per item."""
@@ -46,7 +60,7 @@ class ManyAndAway:
                                     "away or hand its requests on")
         return person
 
-    async def away(self: BridgeService, person: str, delegate: str, until: datetime, *,
+    async def away(self, person: str, delegate: str, until: datetime, *,
                    starts: datetime | None = None, by: str = "") -> Delegation:
         """`person` is away from `starts` (now) until `until`, `delegate` standing in; recorded
         in the store (every replica, any restart). DelegationRefused says what is wrong."""
@@ -57,11 +71,11 @@ class ManyAndAway:
                                 window.set_by)
         return window
 
-    async def back(self: BridgeService, person: str) -> bool:
+    async def back(self, person: str) -> bool:
         """End `person`'s window now; True when there was one."""
         return await self.reach.delegations.end(self.people, person)
 
-    async def delegations(self: BridgeService) -> list[Delegation]:
+    async def delegations(self) -> list[Delegation]:
         """The windows not yet ended."""
         await self.reach.delegations.load()
         return self.reach.delegations.listing()

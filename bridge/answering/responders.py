@@ -1,5 +1,6 @@
 """Who may answer: the request's `responders` (a handle, `person:`, `group:`, or a group a
-channel resolves), or the delegate of a person they name who is away; actors the daemon authenticated itself may answer any request."""
+channel resolves), or the delegate of a person they name who is away; actors the daemon
+authenticated itself may answer any request."""
 
 from __future__ import annotations
 

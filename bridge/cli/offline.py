@@ -113,7 +113,7 @@ class OfflineBridge:
         return [event_view(e) for e in self._run(self.service.store.list_events(request_id))]
 
     # changes -----------------------------------------------------------------------------
-    def answer_batch(self, ids: list[str], value: Any = None, *, values: dict[str, Any] | None = None,
+    def answer_batch(self, ids: Sequence[str], value: Any = None, *, values: dict[str, Any] | None = None,
                      responder: str | None = None, reason: str | None = None) -> View:
         from bridge.models import Responder
 

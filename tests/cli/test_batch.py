@@ -26,7 +26,7 @@ def test_twenty_alike_requests_answered_at_once_but_one(daemon: Served, elsewher
     with daemon.client() as client:
         states = {i: client.get(i)["state"] for i in ids}
     assert sum(state != "posted" for state in states.values()) == 19  # answered (or delivered already)
-    listed_third = [line for line in done.err.splitlines() if line.strip().startswith("3.")][0]
+    listed_third = next(line for line in done.err.splitlines() if line.strip().startswith("3."))
     skipped = next(i for i in ids if i in listed_third)
     assert states[skipped] == "posted"
 

@@ -4,8 +4,8 @@ delegate's answer is "bo for ana"; quorum counts each person once; bad windows r
 
 from __future__ import annotations
 
-from datetime import timedelta
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 

@@ -8,7 +8,7 @@ result, and returns the operation's result. `Client` runs flows with blocking ht
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -100,7 +100,7 @@ def answer(request_id: str, value: Any = None, *, values: dict[str, Any] | None 
     return view
 
 
-def answer_batch(ids: list[str], value: Any = None, *, values: dict[str, Any] | None = None,
+def answer_batch(ids: Sequence[str], value: Any = None, *, values: dict[str, Any] | None = None,
                  responder: str | None = None, reason: str | None = None) -> Flow[dict[str, Any]]:
     """The same answer to each of `ids`: `{batch, counts, results}`, a result per item."""
     body: dict[str, Any] = {"ids": list(ids), **({"values": values} if values is not None else {"value": value})}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -74,7 +74,7 @@ class Client:
         """Answer as an operator: `value` for one question, `values` by question id."""
         return self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason))
 
-    def answer_batch(self, ids: list[str], value: Any = None, *, values: dict[str, Any] | None = None,
+    def answer_batch(self, ids: Sequence[str], value: Any = None, *, values: dict[str, Any] | None = None,
                      responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
         """The same answer to each of `ids`; a result per item (answered, voted, refused)."""
         return self._run(calls.answer_batch(ids, value, values=values, responder=responder, reason=reason))
