@@ -128,10 +128,10 @@ class Delegations:
         in; DelegationRefused for an unknown person, oneself, a window in the past or longer
         than a year, or one that would close a loop."""
         now = self.clock.now()
-        who = people.person_named(person)
+        who = people.person_named(person) or people.person_of(person)
         if who is None:
             raise DelegationRefused(f"{person[:64]!r} is not a person of people:")
-        stand_in = people.person_named(delegate)
+        stand_in = people.person_named(delegate) or people.person_of(delegate)  # a name or a handle
         if stand_in is None:
             raise DelegationRefused(f"{delegate[:64]!r} is not a person of people: (the delegate must be one)")
         if stand_in == who:

@@ -62,8 +62,9 @@ class ManyAndAway:
 
     async def away(self, person: str, delegate: str, until: datetime, *,
                    starts: datetime | None = None, by: str = "") -> Delegation:
-        """`person` is away from `starts` (now) until `until`, `delegate` standing in; recorded
-        in the store (every replica, any restart). DelegationRefused says what is wrong."""
+        """`person` (a name, or a handle of theirs) is away from `starts` (now) until `until`,
+        `delegate` standing in; recorded in the store (every replica, any restart).
+        DelegationRefused says what is wrong."""
         window = await self.reach.delegations.set(self.people, person, delegate, until, starts=starts,
                                                   by=by or person)
         log.info("delegation: %s away %s..%s, %s stands in (set by %s)", window.person,
