@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
-
-import httpx
 
 from tests.fakes.slack_api import FakeSlack
 from tests.harness import wait_for
@@ -33,10 +30,12 @@ async def slash(b: SlackBridge, text: str, user: str = "U0ALICE") -> str:
 
 
 def batch_message(fake: FakeSlack) -> dict[str, Any]:
-    return next(m for m in fake.channel_messages("D0ALICE") if (m.get("metadata") or {}).get("event_type") == "hitl_batch")
+    return next(m for m in fake.channel_messages("D0ALICE")
+                if (m.get("metadata") or {}).get("event_type") == "hitl_batch")
 
 
-def approve_all_but(b: SlackBridge, message: dict[str, Any], numbers: list[int], user: str = "U0ALICE") -> dict[str, Any]:
+def approve_all_but(b: SlackBridge, message: dict[str, Any], numbers: list[int],
+                    user: str = "U0ALICE") -> dict[str, Any]:
     payload = b.person.as_user(user).block_actions(message, "batch:approve")
     options = next(bl for bl in message["blocks"] if bl.get("block_id") == "batch:exclude")["element"]["options"]
     picked = [o for o in options if int(o["value"]) in numbers]
@@ -63,7 +62,7 @@ async def test_twenty_alike_approved_with_one_click_but_one_and_four_eyes_alone(
         assert "not yours" in json.dumps(told[-1].args)
         assert [(await b.stored(i)).is_open for i in ids[:3]] == [True, True, True]
 
-        listed = [b_ for b_ in message["blocks"] if b_.get("type") == "section"][0]["text"]["text"]
+        listed = next(b_ for b_ in message["blocks"] if b_.get("type") == "section")["text"]["text"]
         third = listed.splitlines()[2]
         assert (await b.person.send(approve_all_but(b, message, [3]))).status_code == 200
         key = (str(message["channel"]), str(message["ts"]))
@@ -99,5 +98,3 @@ async def test_away_and_back_by_slash_command(tmp_path: Path, fake: FakeSlack) -
         assert await slash(b, "back") == "Welcome back."
         assert await slash(b, "back") == "You were not away."
 
-
-_ = httpx, time
