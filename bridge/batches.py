@@ -89,14 +89,12 @@ def batches(requests: Sequence[Request], route_of: Any, *, least: int = MIN_BATC
     return sorted((b for b in found.values() if len(b.requests) >= least), key=lambda b: -len(b.requests))
 
 
-def excluded(ids: Sequence[str], numbers: Sequence[int]) -> list[str]:
-    """`ids` without the items numbered `numbers` (1-based, as a batch lists them: "all but
-    3 and 5"); a number outside the batch is an error, never silently ignored."""
-    wrong = [n for n in numbers if not 1 <= n <= len(ids)]
-    if wrong:
-        raise BridgeError(f"the batch has items 1 to {len(ids)}: no item {', '.join(map(str, wrong))}")
-    skip = {n - 1 for n in numbers}
-    return [i for n, i in enumerate(ids) if n not in skip]
+def approvable(batch: Batch) -> bool:
+    """Every item asks one yes/no question: "Approve all" can answer them (other batches
+    are answered with values, e.g. `hitl-bridge answer --all --values`)."""
+    from bridge.questions import QuestionKind
+
+    return all(len(r.questions) == 1 and r.questions[0].kind is QuestionKind.confirm for r in batch.requests)
 
 
 @dataclass(frozen=True)

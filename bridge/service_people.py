@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from bridge.batches import Batch, BatchResult, answer_batch, batches
+from bridge.batches import Batch, BatchResult, answer_batch, approvable, batches
 from bridge.delegation import Delegation, DelegationRefused
 from bridge.models import Responder
 from bridge.people import People
@@ -41,8 +41,9 @@ class ManyAndAway:
 
     async def batches_waiting(self, responder: Responder, *, channel: str,
                               here: Sequence[str] = ()) -> list[Batch]:
-        """The alike requests waiting for `responder` on `channel`, grouped, largest first."""
-        return batches(await self.waiting_for(responder, channel=channel, here=here), self.route_of)
+        """The alike yes/no requests waiting for `responder` on `channel`, grouped, largest first."""
+        found = batches(await self.waiting_for(responder, channel=channel, here=here), self.route_of)
+        return [b for b in found if approvable(b)]
 
     async def answer_batch(self, ids: Sequence[str], responder: Responder, *, via: str,
                            values: dict[str, Any] | None = None, value: Any = None,
