@@ -10,13 +10,16 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from bridge.batches import MAX_BATCH
+from bridge.batches import MAX_BATCH, approvable, batches
 from bridge.delegation import Delegation
 from bridge.errors import BridgeError, NotAPerson
 from bridge.http.api import error_response, service_of
 from bridge.http.auth import api_responder, caller_name, require_api_token
-from bridge.models import Responder
+from bridge.models import OPEN_STATES, Responder
+from bridge.store.query import RequestQuery
 
+#: open requests looked at for batches
+SCANNED = 1000
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["batches and delegation"])
 
 
@@ -63,6 +66,17 @@ async def answer_batch(request: Request, body: BatchBody) -> dict[str, Any] | JS
     except BridgeError as exc:
         return error_response(exc)
     return result.as_json()
+
+
+@router.get("/batches")
+async def list_batches(request: Request, source: str | None = None, route: str | None = None) -> dict[str, Any]:
+    """The open yes/no requests that look alike (bridge.batches), largest batch first: what
+    one "approve all" could decide. Each item is still answered on its own."""
+    service = service_of(request)
+    query = RequestQuery(states=tuple(sorted(OPEN_STATES)), source=source or None, route=route or None)
+    found = batches(await service.store.find_requests(query, limit=SCANNED), service.route_of)
+    return {"batches": [{"key": b.key, "label": b.label, "ids": b.ids[:MAX_BATCH],
+                         "titles": [r.title for r in b.requests[:MAX_BATCH]]} for b in found if approvable(b)]}
 
 
 @router.get("/away")

@@ -109,6 +109,12 @@ def answer_batch(ids: Sequence[str], value: Any = None, *, values: dict[str, Any
     return result
 
 
+def batches(source: str | None = None, route: str | None = None) -> Flow[list[dict[str, Any]]]:
+    params = {k: v for k, v in (("source", source), ("route", route)) if v}
+    reply = yield Call("GET", "/v1/batches", params=params or None)
+    return list(part(reply, "batches"))
+
+
 def away(delegate: str, until: str, *, starts: str | None = None, person: str | None = None) -> Flow[dict[str, Any]]:
     """Set a delegation window: `person` (the caller) away until `until`, `delegate` standing in."""
     body = {"delegate": delegate, "until": until, **({"starts": starts} if starts else {}),

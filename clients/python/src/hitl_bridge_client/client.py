@@ -79,6 +79,10 @@ class Client:
         """The same answer to each of `ids`; a result per item (answered, voted, refused)."""
         return self._run(calls.answer_batch(ids, value, values=values, responder=responder, reason=reason))
 
+    def batches(self, *, source: str | None = None, route: str | None = None) -> Views:
+        """The open yes/no requests that look alike, grouped: `{key, label, ids, titles}` each."""
+        return self._run(calls.batches(source, route))
+
     def away(self, delegate: str, until: str, *, starts: str | None = None,
              person: str | None = None) -> dict[str, Any]:
         """Away until `until` (ISO 8601 with an offset), `delegate` standing in."""
