@@ -24,6 +24,7 @@ class AwayWords:
 
 
 def instant(text: str) -> datetime:
+    """An ISO 8601 time with its UTC offset (AwayWordsError says what is wrong)."""
     try:
         value = datetime.fromisoformat(text)
     except ValueError:

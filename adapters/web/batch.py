@@ -6,7 +6,6 @@ and show results."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
@@ -15,6 +14,7 @@ from starlette.routing import BaseRoute, Route
 
 from adapters.web.auth import Viewer
 from adapters.web.render import redirect
+from bridge.away_words import instant
 from bridge.batches import MAX_BATCH, approvable, batches
 from bridge.delegation import DelegationRefused
 from bridge.errors import BridgeError
@@ -122,8 +122,8 @@ class BatchPages:
         service = self.inbox._service(request)
         field = {k: (v[0] if v else "") for k, v in form.items()}
         try:
-            until = _instant(field.get("until", ""), "Back on")
-            starts = _instant(field["starts"], "Away from") if field.get("starts") else None
+            until = instant(field.get("until", "").strip()[:40])
+            starts = instant(field["starts"].strip()[:40]) if field.get("starts") else None
             await service.away(viewer.handle, field.get("delegate", "")[:64], until, starts=starts, by=viewer.handle)
         except (BridgeError, ValueError) as exc:
             return await self.away_page(request, viewer, problem=str(exc), status=422)
@@ -137,15 +137,4 @@ class BatchPages:
             return await self.away_page(request, viewer, problem=str(exc), status=422)
         await service.back(person)
         return redirect("/inbox/away?done=ended")
-
-
-def _instant(text: str, what: str) -> datetime:
-    """An ISO 8601 time with its offset, as the form sends it."""
-    try:
-        value = datetime.fromisoformat(text.strip()[:40])
-    except ValueError:
-        raise ValueError(f"{what}: write a time such as 2026-12-24T18:00+01:00") from None
-    if value.tzinfo is None:
-        raise ValueError(f"{what}: add the UTC offset (such as +01:00, or Z)")
-    return value
 

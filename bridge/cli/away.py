@@ -4,8 +4,6 @@ meanwhile (routes, reminders and escalation reach them; their answers say "for" 
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import click
 
 from bridge.cli.backend import open_bridge
@@ -15,14 +13,12 @@ from bridge.cli.options import Cli, daemon_options, json_option, print_json
 
 def instant(text: str, what: str) -> str:
     """An ISO 8601 instant with its offset (the daemon checks it is in the future)."""
+    from bridge.away_words import AwayWordsError, instant
+
     try:
-        parsed = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise Failed(f"{what} {text!r}: write an ISO 8601 time with its offset, e.g. 2026-12-24T18:00+01:00",
-                     USAGE) from None
-    if parsed.tzinfo is None:
-        raise Failed(f"{what} {text!r}: add the UTC offset (e.g. +01:00, or Z)", USAGE)
-    return parsed.isoformat()
+        return instant(text.strip()).isoformat()
+    except AwayWordsError as exc:
+        raise Failed(f"{what}: {exc}", USAGE) from None
 
 
 @click.command(short_help="Say you are away: a delegate answers for you until a time.",

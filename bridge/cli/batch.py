@@ -61,7 +61,8 @@ def run_batch(bridge: Any, value: str | None, values: dict[str, Any] | None, fil
               exclude: str | None, yes: bool, responder: str | None, reason: str | None) -> dict[str, Any]:
     """Preview, confirm, answer; the batch result (Failed when nothing is sent)."""
     wanted = parse_filters(filters)
-    views = [v for v in bridge.list(OPEN, limit=1000) if matches(v, wanted)]
+    views = sorted((v for v in bridge.list(OPEN, limit=1000) if matches(v, wanted)),
+                   key=lambda v: str(v.get("created_at", "")))  # numbered oldest first
     if not views:
         raise Failed("no open request matches" + (f" {' '.join(filters)}" if filters else ""), REFUSED)
     skip = parse_numbers(exclude, len(views))
