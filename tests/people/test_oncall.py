@@ -129,4 +129,35 @@ def test_a_target_naming_an_unknown_rota_is_refused() -> None:
         Settings.model_validate({"people": PEOPLE, "routes": [{"notify": ["oncall:nobody"]}]})
 
 
-_ = ManualClock, stored
+
+async def test_an_ical_url_is_fetched_and_its_failure_keeps_the_last_good_copy() -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    from bridge.http.loopback import serving
+
+    answers = {"status": 200, "body": ICS}
+
+    async def feed(request: Request) -> Response:
+        return PlainTextResponse(answers["body"], status_code=answers["status"])
+
+    async with serving(Starlette(routes=[Route("/oncall.ics", feed)]), "the feed") as port:
+        url = f"http://127.0.0.1:{port}/oncall.ics"
+        people = People(PEOPLE, {}, {"primary": Rota.model_validate({"ical": url, "refresh": "1h"})})
+        feeds = Feeds()
+        await feeds.fresh(people.rotas)
+        a_week_on = datetime(2026, 1, 8, 12, tzinfo=UTC)
+        assert people.on_call("primary", a_week_on, feeds.calendar(url)) == "cy"
+        answers["status"] = 500
+        await feeds.fresh(people.rotas)  # within `refresh`: not fetched again
+        assert feeds.problems() == {}
+        feeds._feeds[url].read_at = None
+        await feeds.fresh(people.rotas)
+        assert "answered HTTP 500" in feeds.problems()[url]
+        assert people.on_call("primary", a_week_on, feeds.calendar(url)) == "cy"
+        answers.update(status=200, body="X" * 3_000_000)  # a huge feed is refused, never parsed
+        feeds._feeds[url].read_at = None
+        await feeds.fresh(people.rotas)
+        assert "larger than 2 MB" in feeds.problems()[url]
