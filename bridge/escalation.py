@@ -317,6 +317,7 @@ class TimerActions:
         them (a database from before steps: a crash between the claim and the post)."""
         if request.escalation_level == 0 or not request.is_open:
             return
+        await self.service.reach.fresh(self.service.people)
         posts = await self.store.list_posts(request.id)
         tried = {p.target for p in posts}
         steps = [t for s in request.timer_steps if s.kind == "escalate" for t in s.targets]

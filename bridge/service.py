@@ -268,6 +268,7 @@ class BridgeService(ManyAndAway):
 
     async def repost_pending(self) -> int:
         """At start: post requests stored but never shown (a crash between store and post)."""
+        await self.reach.fresh(self.people)  # who is away, who is on call: before "missing" is judged
         count = 0
         async for page in self.store.pages(RequestQuery(states=(RequestState.pending,))):  # a page at a time
             for request in page:
