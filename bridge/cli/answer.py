@@ -99,7 +99,8 @@ def answer_all(cli: Cli, first: str | None, value: str | None, values_json: str 
     elif first is None:
         raise Failed("--all needs the VALUE to give each request (e.g. yes), or --values JSON", USAGE)
     with open_bridge(cli, offline, writes=True) as bridge:
-        result = run_batch(bridge, first, values, filters, exclude, yes, responder, reason)
+        result = run_batch(bridge, first, values, filters, exclude, yes, responder, reason,
+                           from_stdin=values_json == "-")
     if as_json:
         print_json(result)
     else:

@@ -58,8 +58,10 @@ def parse_numbers(text: str | None, count: int) -> set[int]:
 
 
 def run_batch(bridge: Any, value: str | None, values: dict[str, Any] | None, filters: Sequence[str],
-              exclude: str | None, yes: bool, responder: str | None, reason: str | None) -> dict[str, Any]:
-    """Preview, confirm, answer; the batch result (Failed when nothing is sent)."""
+              exclude: str | None, yes: bool, responder: str | None, reason: str | None, *,
+              from_stdin: bool = False) -> dict[str, Any]:
+    """Preview, confirm, answer; the batch result (Failed when nothing is sent). A secret is
+    only taken from stdin (`from_stdin`), never the command line, and never shown."""
     wanted = parse_filters(filters)
     views = sorted((v for v in bridge.list(OPEN, limit=1000) if matches(v, wanted)),
                    key=lambda v: str(v.get("created_at", "")))  # numbered oldest first
@@ -71,7 +73,12 @@ def run_batch(bridge: Any, value: str | None, values: dict[str, Any] | None, fil
         raise Failed(f"{len(chosen)} requests match: a batch answers at most {MAX_BATCH}; narrow --filter", USAGE)
     if not chosen:
         raise Failed("every matching request is excluded: nothing to send", REFUSED)
-    shown = value if values is None else values
+    secret = sorted({str(q.get("id")) for v in chosen for q in v.get("questions") or []
+                     if q.get("kind") == "secret" and (values is None or q.get("id") in values)})
+    if secret and not from_stdin:
+        raise Failed(f"a secret on the command line ({', '.join(secret)}) stays in `ps` and your shell history: "
+                     "pass --values - and send the JSON on stdin", USAGE)
+    shown = value if values is None else {k: ("[secret]" if k in secret else v) for k, v in values.items()}
     click.echo(f"{len(chosen)} of {len(views)} open request(s) will be answered {shown!r}:", err=True)
     for n, view in enumerate(views, start=1):
         mark = "  skip" if n in skip else ""

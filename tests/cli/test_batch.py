@@ -52,3 +52,19 @@ def test_away_sets_lists_refuses_and_ends_a_window(daemon: Served, elsewhere: Pa
     ended = cli("away", "--end", "--for", "ana", cwd=elsewhere, env=env)
     assert ended.code == 0 and "ana: back" in ended.out
     assert "nobody is away" in cli("away", "--list", cwd=elsewhere, env=env).out
+
+
+def test_a_batch_secret_comes_from_stdin_only_and_is_never_shown(daemon: Served, elsewhere: Path) -> None:
+    tool = f"vault.unlock-{secrets.token_hex(4)}"
+    asked = [{"id": "pw", "kind": "secret", "prompt": "Vault password?"}]
+    ids = [create(daemon, title=f"Unlock vault {n}", tool=tool, questions=asked) for n in range(2)]
+    env = env_for(daemon)
+    argv = cli("answer", "--all", "--filter", f"tool={tool}", "--values", '{"pw": "hunter2-argv"}', "--yes",
+               cwd=elsewhere, env=env)
+    assert argv.code == 2 and "stays in `ps`" in argv.err
+    piped = cli("answer", "--all", "--filter", f"tool={tool}", "--values", "-", "--yes", cwd=elsewhere, env=env,
+                stdin='{"pw": "hunter2-stdin"}')
+    assert piped.code == 0, piped.err
+    assert "hunter2" not in piped.out + piped.err and "[secret]" in piped.err
+    with daemon.client() as client:
+        assert [client.get(i)["state"] != "posted" for i in ids] == [True, True]
