@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import running_bridge
-from tests.web.browser import Browser, needs_chromium, new_page
+from tests.web.browser import Browser, Page, needs_chromium, new_page
 from tests.web.helpers import CONFIRM, Person, create
 
 pytestmark = [pytest.mark.browser, needs_chromium, pytest.mark.asyncio(loop_scope="module")]
@@ -73,3 +73,35 @@ async def test_hostile_batch_posts_are_refused(tmp_path: Path) -> None:
                                                                 "value": "yes"})
         assert unknown.status_code == 200 and "no request" in unknown.text
         assert (await bridge.service.get(rid)).is_open  # type: ignore[union-attr]
+
+
+async def test_the_batch_and_away_pages_have_no_serious_violations(tmp_path: Path, browser: Browser) -> None:
+    from tests.engines.mastra_server import NodeMissing
+    from tests.web import axe
+
+    try:
+        script = axe.install()
+    except NodeMissing as exc:
+        pytest.skip(f"axe-core cannot be installed here: {exc}")
+    found: dict[str, object] = {}
+    async with running_bridge(tmp_path, PEOPLE) as bridge:
+        for n in range(3):
+            await create(bridge, {**CONFIRM, "title": f"Delete 'f{n}.txt'", "tool": "fs.delete"})
+        for scheme, viewport in (("light", {"width": 1280, "height": 860}), ("dark", {"width": 390, "height": 844})):
+            async with new_page(browser, viewport=viewport, color_scheme=scheme, bypass_csp=True) as page:
+                await page.context.add_init_script(path=str(script))
+
+                async def check(name: str, page: Page = page, scheme: str = scheme) -> None:
+                    await page.wait_for_selector("html[data-js=ready]", state="attached")
+                    problems = await axe.violations(page, script)
+                    if problems:
+                        found[f"{scheme} {name}"] = problems
+
+                await page.goto(f"{bridge.base_url}/inbox/batches")
+                await check("batches")
+                await page.get_by_role("button", name="Approve the selected…").click()
+                await page.get_by_role("heading", name="You are about to approve").wait_for()
+                await check("preview")
+                await page.goto(f"{bridge.base_url}/inbox/away")
+                await check("away")
+    assert found == {}, found
