@@ -6,7 +6,7 @@ and show results."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -23,7 +23,28 @@ from bridge.models import Request as BridgeRequest
 from bridge.store.query import RequestQuery
 
 if TYPE_CHECKING:
-    from adapters.web.pages import Inbox
+    from collections.abc import Awaitable, Callable
+
+    from adapters.web.mine import Me
+    from bridge.service import BridgeService
+
+
+class Inbox(Protocol):
+    """What these pages use of the inbox (adapters.web.pages): its guard, pages and reads."""
+
+    def _guard(self, handler: Callable[[Request, Viewer], Awaitable[Response]], *, api: bool = False,
+               post: bool = False) -> Callable[[Request], Awaitable[Response]]: ...
+
+    def _page(self, request: Request, template: str, *, status: int = 200, viewer: Viewer | None = None,
+              **context: Any) -> Response: ...
+
+    def _message(self, request: Request, status: int, heading: str, text: str,
+                 viewer: Viewer | None = None) -> Response: ...
+
+    @staticmethod
+    def _service(request: Request) -> BridgeService: ...
+
+    def _me(self, request: Request, viewer: Viewer) -> Me | None: ...
 
 SCANNED = 1000
 VERBS = {"yes": "approve", "no": "reject"}
