@@ -42,6 +42,7 @@ async def standing_in(desk: Desk, attempt: Attempt) -> None:
     responder = attempt.actor.responder
     if attempt.actor.is_timeout or responder.on_behalf_of or names(desk, attempt.request, responder):
         return
+    await desk.reach.fresh(desk.people)  # windows set on another replica a moment ago count too
     absent = absent_named(desk, attempt.request, responder)
     if absent is not None:
         attempt.actor = attempt.actor.as_(responder.model_copy(update={"on_behalf_of": absent}))
