@@ -37,6 +37,7 @@ from bridge.config_routes import OnTimeout as OnTimeout
 from bridge.config_routes import Route as Route
 from bridge.config_yaml import YamlLimit, read_bounded
 from bridge.errors import ConfigError
+from bridge.oncall import Rota
 from bridge.people import People, PeopleError
 from bridge.specs import channel_specs
 
@@ -62,6 +63,8 @@ class Settings(StrictModel):
     people: dict[str, list[str]] = Field(default_factory=dict)
     #: group -> people
     groups: dict[str, list[str]] = Field(default_factory=dict)
+    #: on-call rotas, named by `oncall:<rota>` targets (bridge.oncall)
+    rotas: dict[str, Rota] = Field(default_factory=dict)
     #: a file with no routes, default_route, people or groups is accepted (check-config and
     #: a reload refuse one otherwise: an empty or cut-short file would drop every rule)
     allow_empty: bool = False
@@ -135,15 +138,15 @@ class Settings(StrictModel):
     @model_validator(mode="after")
     def _people_hold_together(self) -> Settings:
         try:
-            self._people = People(self.people, self.groups)
+            self._people = People(self.people, self.groups, self.rotas)
         except PeopleError as exc:
             raise ValueError(str(exc)) from None
         for i, route in enumerate([*self.routes, self.default_route]):
             key = f"routes[{i}]" if i < len(self.routes) else "default_route"
             entries = [*route.responders, *(t for level in route.escalate for t in level.notify)]
-            unknown = self._people.unknown_references(entries)
+            unknown = self._people.unknown_references([*entries, *route.notify])
             if unknown:
-                raise ValueError(f"{key}: {', '.join(unknown)} is not defined in people: / groups:")
+                raise ValueError(f"{key}: {', '.join(unknown)} is not defined in people: / groups: / rotas:")
             try:
                 route.check_quorum(self._people)
             except ValueError as exc:
@@ -169,7 +172,7 @@ class Settings(StrictModel):
         return Path(".hitl-bridge")
 
 
-_KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups)[\w.\[\]-]*): (.*)$", re.S)
+_KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups|rotas)[\w.\[\]-]*): (.*)$", re.S)
 
 
 def embedded_defaults(env: dict[str, str]) -> dict[str, Any]:

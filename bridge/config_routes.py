@@ -45,6 +45,10 @@ class Route(StrictModel):
     max_timeout: Duration | None = None
     #: refuse an approval from the person the request names in `requested_by`
     forbid_self_approval: bool = False
+    #: what makes open requests alike enough to be answered together (bridge.batches): request
+    #: fields (`source`, `tool`, `title`, `agent`...) or `labels.<name>`; unset: the source and
+    #: the tool, or the title with its numbers and quoted parts left out; `[]`: never batched
+    batch_key: list[str] | None = Field(default=None, max_length=10)
 
     @model_validator(mode="after")
     def _levels_in_order(self) -> Route:

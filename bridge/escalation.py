@@ -147,6 +147,7 @@ class TimerActions:
         return await self.store.get_request(request.id) or request
 
     async def _send_reminders(self, request: Request, targets: Sequence[str]) -> None:
+        await self.service.reach.fresh(self.service.people)  # who is away, who is on call: as of now
         by_channel: dict[str, list[str]] = {}
         for target in self.service.expand_targets(targets):
             channel = self.service.channel_for(target)
@@ -169,11 +170,17 @@ class TimerActions:
         targets = list(request.targets)
         responders = list(request.responders)
         new_targets: list[str] = []
+        await self.service.reach.fresh(self.service.people)
+        notify: dict[int, list[str]] = {}  # each level's targets, `oncall:` pinned to who is on call now
+        pinned: dict[int, dict[str, str]] = {}
+        for n in {*due.new_levels, *([due.repeat_level] if due.repeat_level else [])}:
+            notify[n], pinned[n] = self.service.reach.pin_on_call(self.service.people, route.escalate[n - 1].notify,
+                                                                  now)
         for level in due.new_levels:
             spec = route.escalate[level - 1]
-            added = [t for t in spec.notify if t not in targets]
-            targets = list(spec.notify) if spec.replace else targets + added
-            responders = widened_responders(responders, list(spec.notify), spec.replace)
+            added = [t for t in notify[level] if t not in targets]
+            targets = list(notify[level]) if spec.replace else targets + added
+            responders = widened_responders(responders, notify[level], spec.replace)
             new_targets += [t for t in added if t not in new_targets]
         level = max([request.escalation_level, *due.new_levels])
         steps: list[TimerStep] = []
@@ -181,14 +188,16 @@ class TimerActions:
         for n in due.new_levels:
             spec = route.escalate[n - 1]
             events.append(self._event(request.id, "escalated", now,
-                                      {"level": n, "notify": spec.notify, "replace": spec.replace}))
+                                      {"level": n, "notify": spec.notify, "replace": spec.replace,
+                                       **({"on_call": pinned[n]} if pinned[n] else {})}))
         if due.new_levels:
             steps.append(self._step(f"escalate:{level}", "escalate", new_targets, now))
         if due.repeat_level is not None:
             spec = route.escalate[due.repeat_level - 1]
             events.append(self._event(request.id, "escalation_repeat", now,
                                       {"level": due.repeat_level, "notify": spec.notify}))
-            steps.append(self._step(f"page:{due.repeat_level}:{now.timestamp():.0f}", "page", spec.notify, now))
+            steps.append(self._step(f"page:{due.repeat_level}:{now.timestamp():.0f}", "page",
+                                    notify[due.repeat_level], now))
         read = {"next_escalation_at": request.next_escalation_at, "escalation_level": request.escalation_level}
 
         def claim(current: Request) -> bool:
@@ -295,6 +304,10 @@ class TimerActions:
         if step.takeovers:  # the replica that died may have posted some of them
             tried = {p.target for p in await self.store.list_posts(request_id)}
             targets = [t for t in self.service.expand_targets(targets) if t not in tried]
+        elif self.service.reach.delegations.listing():  # a delegate may hold a copy already (theirs and
+            await self.service.reach.fresh(self.service.people)  # the one of the person they stand in for)
+            shown = {p.target for p in await self.store.list_posts(request_id) if p.ok}
+            targets = [t for t in self.service.expand_targets(targets) if t not in shown]
         if targets:
             await self.service.post(current, targets)
         await self.service.update_channels(current)
@@ -304,6 +317,7 @@ class TimerActions:
         them (a database from before steps: a crash between the claim and the post)."""
         if request.escalation_level == 0 or not request.is_open:
             return
+        await self.service.reach.fresh(self.service.people)
         posts = await self.store.list_posts(request.id)
         tried = {p.target for p in posts}
         steps = [t for s in request.timer_steps if s.kind == "escalate" for t in s.targets]

@@ -127,6 +127,9 @@ class Responder(BaseModel):
     person: str | None = None
     #: who passed the answer on for them: the API token that acts for others (`api:<name>`)
     relayed_by: str | None = None
+    #: the person this one stands in for (a delegation window: "bo for ana"), when they answer
+    #: a request only as that person's delegate (bridge.delegation)
+    on_behalf_of: str | None = None
 
     @property
     def display(self) -> str:

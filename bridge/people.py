@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
 
 from bridge.models import Responder
+from bridge.oncall import Rota, on_call_in_calendar, on_call_in_rotation
 from bridge.specs import HandleError, channel_spec, channel_specs
 
 #: platforms of the core's own (a handle is `<platform>:<id>`): named API tokens
@@ -112,9 +115,12 @@ class People:
     """The people and groups of one config; immutable once built (a reload builds a new one)."""
 
     def __init__(self, people: Mapping[str, Iterable[str]] | None = None,
-                 groups: Mapping[str, Iterable[str]] | None = None) -> None:
+                 groups: Mapping[str, Iterable[str]] | None = None,
+                 rotas: Mapping[str, Rota] | None = None) -> None:
         self.people: dict[str, tuple[str, ...]] = {}
         self.groups: dict[str, tuple[str, ...]] = {}
+        #: on-call rotas (bridge.oncall), their people spelled as people: spells them
+        self.rotas: dict[str, Rota] = {}
         self._owner: dict[str, str] = {}
         self._names: dict[str, str] = {}  # a name in lower case -> as the config spells it
         self._group_names: dict[str, str] = {}
@@ -148,6 +154,16 @@ class People:
             if unknown:
                 raise PeopleError(f"groups.{group}: {', '.join(unknown)} not in people:")
             self.groups[group] = tuple(dict.fromkeys(self._names[m.lower()] for m in listed))
+        for name, rota in (rotas or {}).items():
+            if not NAME_PATTERN.match(name):
+                raise PeopleError(f"rotas.{name[:40]}: a rota's name is 1-64 letters, digits or '_.@-'")
+            unknown = [p for p in rota.named_people() if self.person_named(p) is None]
+            if unknown:
+                raise PeopleError(f"rotas.{name}: {', '.join(unknown)} not in people:")
+            self.rotas[name] = rota.model_copy(update={
+                "people": [self._names[p.lower()] for p in rota.people],
+                "overrides": [o.model_copy(update={"person": self._names[o.person.lower()]})
+                              for o in rota.overrides]})
 
     def __bool__(self) -> bool:
         return bool(self.people)
@@ -203,6 +219,19 @@ class People:
         voter = self.voter(responder)
         return voter.removeprefix("person:") if voter.startswith("person:") else responder.display
 
+    def on_call(self, rota: str, now: datetime, calendar: Any = None) -> str | None:
+        """The person on call in `rota` at `now` (a feed's rota reads `calendar`, its last
+        good copy), or None: no such rota, nobody's turn, or no copy of its feed yet."""
+        found = self.rotas.get(rota.strip())
+        if found is None:
+            return None
+        if found.ical is None:
+            return on_call_in_rotation(found, now)
+        if calendar is None:
+            return None
+        person = on_call_in_calendar(calendar, now, set(self._names))
+        return self._names.get(person) if person else None
+
     # responders entries ------------------------------------------------------------------
     def voters_named(self, entry: str) -> set[str] | None:
         """The voters a `responders` entry admits: `person:x` → {person:x}, `group:y` → its
@@ -233,12 +262,20 @@ class People:
                 out.append(entry)
             elif entry.startswith("group:") and self.group_named(entry) is None:
                 out.append(entry)
+            elif entry.startswith("oncall:") and entry[len("oncall:"):].strip() not in self.rotas:
+                out.append(entry)
         return out
 
     def targets_of(self, entry: str) -> list[str] | None:
         """Where a `person:` / `group:` notify target reaches its people: for each of their
         handles, the target its channel's spec names (a DM, a private chat, a mailbox; an
-        inbox or API login reaches nobody). None for any other entry (a channel target already)."""
+        inbox or API login reaches nobody). None for any other entry (a channel target already).
+        `oncall:<rota>` reaches whom it may (the rotation's people; a feed's, anyone's): for
+        checking a config; at the moment of posting it is the person on call (bridge.reach)."""
+        if entry.startswith("oncall:"):
+            rota = self.rotas.get(entry[len("oncall:"):].strip())
+            names = (rota.named_people() or list(self.people)) if rota is not None else []
+            return [t for name in names for t in self.targets_of(f"person:{name}") or []]
         if not entry.startswith(("person:", "group:")):
             return None
         out = []

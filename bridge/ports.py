@@ -17,6 +17,8 @@ from bridge.models import Answer, Request, RequestIn, Responder
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from bridge.batches import Batch, BatchResult
+    from bridge.delegation import Delegation
     from bridge.policy import GrantChoice, GrantOffer
     from bridge.store.base import Store
 
@@ -118,6 +120,30 @@ class BridgeAPI(RequestSink, Protocol):
 
     def grant_offers(self, request: Request) -> list[GrantOffer]:
         """The standing approvals to offer next to Approve for `request` (may be empty)."""
+        ...
+
+    async def batches_waiting(self, responder: Responder, *, channel: str,
+                              here: Sequence[str] = ()) -> list[Batch]:
+        """The alike requests waiting for `responder` on `channel`, grouped (bridge.batches)."""
+        ...
+
+    async def answer_batch(self, ids: Sequence[str], responder: Responder, *, via: str,
+                           values: dict[str, Any] | None = None, value: Any = None,
+                           reason: str | None = None) -> BatchResult:
+        """Answer each of `ids` through the ordinary answer path: a result per item."""
+        ...
+
+    def person_acting(self, responder: Responder) -> str:
+        """The person of people: a verified handle belongs to (DelegationRefused otherwise)."""
+        ...
+
+    async def away(self, person: str, delegate: str, until: datetime, *, starts: datetime | None = None,
+                   by: str = "") -> Delegation:
+        """`person` (a name or handle) away until `until`, `delegate` standing in (bridge.delegation)."""
+        ...
+
+    async def back(self, person: str) -> bool:
+        """End `person`'s delegation window now."""
         ...
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:

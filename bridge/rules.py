@@ -49,6 +49,10 @@ def snapshot(request: Request, route: Route, people: People) -> Rules:
                 groups[group] = list(people.groups[group])
                 persons.update(groups[group])
             continue
+        if entry.startswith("oncall:"):  # whoever may be on call when it escalates
+            rota = people.rotas.get(entry[len("oncall:"):].strip())
+            persons.update((rota.named_people() or people.people) if rota is not None else ())
+            continue
         voter = people.voter_of(entry)
         if voter.startswith("person:") and voter[len("person:"):] in people.people:
             persons.add(voter[len("person:"):])

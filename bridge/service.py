@@ -26,8 +26,10 @@ from bridge.notify import ChangeFeed
 from bridge.people import People, canonical_target
 from bridge.policy import GrantChoice, GrantOffer, grant_offers
 from bridge.ports import Channel, Clock, PostResult, Source
+from bridge.reach import Reach
 from bridge.router import Router
 from bridge.rules import Judged, judge, route_in_force, snapshot
+from bridge.service_people import ManyAndAway
 from bridge.store.base import Store, StoreError
 from bridge.store.query import RequestQuery
 from bridge.timers import initial_timers
@@ -35,7 +37,7 @@ from bridge.waiting import waiting_for
 
 log = logging.getLogger("hitl_bridge")
 
-class BridgeService:
+class BridgeService(ManyAndAway):
     """Implements RequestSink and BridgeAPI (bridge.ports)."""
 
     def __init__(
@@ -58,6 +60,7 @@ class BridgeService:
         self.changes = ChangeFeed()
         self.health = Health()
         self.lifecycle = Lifecycle(clock)  # a log line per step; metrics listen
+        self.reach = Reach(store, clock)  # on-call rotas and delegation windows, applied to targets
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
@@ -94,10 +97,11 @@ class BridgeService:
     def expand_targets(self, targets: Sequence[str]) -> list[str]:
         """`person:` / `group:` targets become each person's handles on configured channels
         (a DM, a private chat, an email); one that reaches nobody stays as it is, so posting
-        to it is recorded as a failed copy that says why."""
+        to it is recorded as a failed copy that says why. Who is on call and who stands in
+        for a person away is decided first (bridge.reach)."""
         out: list[str] = []
-        for target in targets:
-            reached = self.people.targets_of(target)
+        for target in self.reach.resolve(self.people, targets):
+            reached = None if target.startswith("oncall:") else self.people.targets_of(target)  # nobody on call
             if reached is None:
                 out.append(canonical_target(target))
                 continue
@@ -144,15 +148,17 @@ class BridgeService:
         route = self.router.choose(stored)
         check_narrows(request, route, self.people, now)
         stored.route = route.name or "default"
-        stored.targets = list(route.notify)
+        if any(e.startswith("oncall:") for e in [*route.notify, *route.responders]):
+            await self.reach.fresh(self.people)  # the rota's feed, read again when stale
+        stored.targets, on_call = self.reach.pin_on_call(self.people, route.notify, now)
         if not stored.responders:
-            stored.responders = list(route.responders)
+            stored.responders = self.reach.pin_on_call(self.people, route.responders, now)[0]
         stored.responders = list(dict.fromkeys(self.people.canonical_entry(e) for e in stored.responders))
         stored.rules = snapshot(stored, route, self.people)  # it is judged by these while open
         initial_timers(stored, route, now)
         event = self._event(
             stored.id, "created", source, route=stored.route, targets=stored.targets,
-            external_id=stored.external_id,
+            external_id=stored.external_id, **({"on_call": on_call} if on_call else {}),
         )
         saved, created = await self.store.create_request(stored, event)
         if created:
@@ -197,6 +203,7 @@ class BridgeService:
         A request closed before its posting starts is shown nowhere; one closed while its
         copies go out gets them recorded (no `posted` event after its close: the store
         decides that atomically) and brought up to date at once (they say it is closed)."""
+        await self.reach.fresh(self.people)
         if not request.is_open or self.changes.saw_close(request.id):  # else no store read: the
             current = await self.store.get_request(request.id)  # store settles a close seen elsewhere
             if current is None or not current.is_open:
@@ -261,6 +268,7 @@ class BridgeService:
 
     async def repost_pending(self) -> int:
         """At start: post requests stored but never shown (a crash between store and post)."""
+        await self.reach.fresh(self.people)  # who is away, who is on call: before "missing" is judged
         count = 0
         async for page in self.store.pages(RequestQuery(states=(RequestState.pending,))):  # a page at a time
             for request in page:
@@ -295,11 +303,13 @@ class BridgeService:
         via: str,
         reason: str | None = None,
         grant: GrantChoice | None = None,
+        batch: str | None = None,
     ) -> Request:
         """Answer as `responder` through the channel `via` (bridge.answering: the checks);
-        `grant`: the standing approval chosen with an approving answer (bridge.policy)."""
+        `grant`: the standing approval chosen with an approving answer (bridge.policy);
+        `batch`: the batch it is one item of (bridge.batches)."""
         return await answering.answer(self, request_id, Actor.of(responder, via), values, reason=reason,
-                                      grant=grant)
+                                      grant=grant, batch=batch)
 
     def grant_offers(self, request: Request) -> list[GrantOffer]:
         return grant_offers(request, self.route_of(request))

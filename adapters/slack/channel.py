@@ -18,6 +18,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from starlette.routing import BaseRoute
 
+from adapters.slack.batch import BatchListeners
 from adapters.slack.calls import ChannelPacer, Retrier, SlackCallFailed
 from adapters.slack.copies import Copies
 from adapters.slack.directory import Directory
@@ -66,6 +67,7 @@ class SlackChannel:
         port = ChannelPort(lambda: self.api, self.sender, self.directory, ack_budget_s=settings.ack_budget_s)
         Interactions(port).register(self.receiver.app)
         HomeTab(port).register(self.receiver.app)
+        BatchListeners(lambda: self.api, self.sender, self.directory).register(self.receiver.app)  # /hitl
         self._api: BridgeAPI | None = None
         self._session: aiohttp.ClientSession | None = None
 

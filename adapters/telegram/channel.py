@@ -21,6 +21,7 @@ from telegram.error import BadRequest, Forbidden, InvalidToken, TelegramError
 from telegram.ext import Application, ApplicationBuilder
 
 from adapters.telegram import keyboards as kb
+from adapters.telegram.batch import BatchCommands
 from adapters.telegram.handlers import Interactions
 from adapters.telegram.health import TelegramHealth
 from adapters.telegram.limits import FloodLimiter, install_log_redaction, remove_log_redaction, with_retries
@@ -77,6 +78,7 @@ class TelegramChannel:
         self.receiver = UpdateReceiver(self.app, settings, self.state, self.reporter)
         self.interactions = Interactions(self)
         self.interactions.register(self.app)
+        BatchCommands(self).register(self.app)  # /batch, /away, /back (before the handlers above)
         self._bridge: BridgeAPI | None = None
         self._reasons: asyncio.Task[None] | None = None
         self._chat_locks: dict[int, asyncio.Lock] = {}

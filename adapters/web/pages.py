@@ -27,6 +27,7 @@ from adapters.web.auth import (
     LoginRefused,
     Viewer,
 )
+from adapters.web.batch import BatchPages
 from adapters.web.confirm import check_step
 from adapters.web.links import LinkPages
 from adapters.web.listing import ListState
@@ -77,6 +78,7 @@ class Inbox:
             Route("/inbox/login", self.login, methods=["POST"]),
             Route("/inbox/logout", self.logout, methods=["POST"]),
             *LinkPages(self.render, self.auth).routes(),
+            *BatchPages(self).routes(),  # /inbox/batches, /inbox/away
             Mount("/inbox/static", app=StaticFiles(directory=STATIC), name="inbox-static"),
         ]
 

@@ -15,6 +15,7 @@ from bridge.models import Request
 from bridge.notify import ChangeFeed
 from bridge.people import People
 from bridge.ports import Channel, Clock
+from bridge.reach import Reach
 from bridge.rules import Judged
 from bridge.store.base import Store
 
@@ -28,6 +29,7 @@ class Desk(Protocol):
     clock: Clock
     lifecycle: Lifecycle
     changes: ChangeFeed
+    reach: Reach
 
     def channel_for(self, target: str) -> Channel | None: ...
 
@@ -52,11 +54,14 @@ class Attempt:
     rules: Judged
     reason: str | None = None
     clean: dict[str, Any] = field(default_factory=dict)
+    #: the batch this answer is one item of (bridge.batches), recorded with it
+    batch: str | None = None
 
 
 async def refuse(desk: Desk, attempt: Attempt, why: str, error: BridgeError, **data: Any) -> NoReturn:
     """Put the refusal on the request's record (who, through what, why), then raise `error`."""
     responder = attempt.actor.responder
     await desk.note(attempt.request.id, "refused", responder.key,
-                    {"name": responder.name, "via": attempt.actor.via, "reason": why, **data})
+                    {"name": responder.name, "via": attempt.actor.via, "reason": why, **data,
+                     **({"batch": attempt.batch} if attempt.batch else {})})
     raise error

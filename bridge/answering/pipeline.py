@@ -16,6 +16,7 @@ from bridge.answering.quorum import counts_votes, vote
 from bridge.answering.record import record
 from bridge.answering.responders import named_in_responders
 from bridge.answering.shared_password import not_the_shared_password
+from bridge.answering.standing_in import standing_in
 from bridge.answering.values import fit_the_questions
 from bridge.models import Request
 from bridge.policy import GrantChoice
@@ -25,6 +26,7 @@ Check = Callable[[Desk, Attempt], Awaitable[None]]
 
 CHECKS: tuple[Check, ...] = (
     named_in_responders,      # who may answer (NotAllowed)
+    standing_in,              # a delegate answers "for" the person away
     fit_the_questions,        # validation (AnswerRejected)
     not_self_approval,        # four eyes (SelfApproval)
     known_as_their_person,    # identity: a handle answers as its person
@@ -34,12 +36,13 @@ CHECKS: tuple[Check, ...] = (
 
 async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, Any], *,
                  reason: str | None = None, checks: tuple[Check, ...] = CHECKS,
-                 grant: GrantChoice | None = None) -> Request:
+                 grant: GrantChoice | None = None, batch: str | None = None) -> Request:
     """Answer `request_id` as `actor`: the request closed with the answer, or (a vote short
     of its quorum) as it stands, still open. `grant`: the standing approval the person asks
-    for with an approving answer (stored by the policy core; a plain answer until then)."""
+    for with an approving answer (stored by the policy core; a plain answer until then).
+    `batch`: the batch this answer is one item of (bridge.batches), kept on its record."""
     request = await open_request(desk.store, request_id)
-    attempt = Attempt(request, actor, values, desk.judged(request), reason)
+    attempt = Attempt(request, actor, values, desk.judged(request), reason, batch=batch)
     for check in checks:
         await check(desk, attempt)
     if counts_votes(attempt) and not await vote(desk, attempt):
@@ -48,4 +51,5 @@ async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, An
         desk.changes.publish(current)
         desk.background(desk.update_channels(current), f"update {request_id}")
         return current
-    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason)
+    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason,
+                        batch=attempt.batch)

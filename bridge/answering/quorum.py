@@ -27,7 +27,9 @@ async def vote(desk: Desk, attempt: Attempt) -> bool:
     await desk.note(request.id, "vote" if first else "duplicate_vote", responder.key,
                     {"name": responder.name, "via": attempt.actor.via, "voter": voter,
                      "value": redacted(request, clean),
-                     **({"relayed_by": responder.relayed_by} if responder.relayed_by else {})})
+                     **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}),
+                     **({"on_behalf_of": responder.on_behalf_of} if responder.on_behalf_of else {}),
+                     **({"batch": attempt.batch} if attempt.batch else {})})
     if rejection and first:
         return True
     votes = await desk.store.list_votes(request.id)

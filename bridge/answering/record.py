@@ -12,7 +12,7 @@ from bridge.models import OPEN_STATES, Answer, Event, Request, RequestState
 
 
 async def record(desk: Desk, request: Request, actor: Actor, clean: dict[str, Any], *, reason: str | None,
-                 to_state: RequestState = RequestState.answered) -> Request:
+                 to_state: RequestState = RequestState.answered, batch: str | None = None) -> Request:
     """Close `request` with `clean` as `actor`'s answer (AlreadyClosed if it closed meanwhile)."""
     now = desk.clock.now()
     responder = actor.responder
@@ -20,7 +20,9 @@ async def record(desk: Desk, request: Request, actor: Actor, clean: dict[str, An
     answer = Answer(values=sealed, responder=responder, via=actor.via, answered_at=now, reason=reason)
     data: dict[str, Any] = {"name": responder.name, "via": actor.via, "values": redacted(request, clean),
                             "reason": reason,
-                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {})}
+                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}),
+                            **({"on_behalf_of": responder.on_behalf_of} if responder.on_behalf_of else {}),
+                            **({"batch": batch} if batch else {})}
     event = Event(id=0, request_id=request.id, at=now, actor=responder.key, data=data,
                   kind="answered" if to_state is RequestState.answered else "expired")
     updated = await desk.store.transition(

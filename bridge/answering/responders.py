@@ -1,5 +1,6 @@
 """Who may answer: the request's `responders` (a handle, `person:`, `group:`, or a group a
-channel resolves); actors the daemon authenticated itself may answer any request."""
+channel resolves), or the delegate of a person they name who is away; actors the daemon
+authenticated itself may answer any request."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 
 from bridge.answering.actor import Actor
 from bridge.answering.desk import Attempt, Desk, refuse
+from bridge.answering.standing_in import absent_named
 from bridge.errors import NotAllowed
 from bridge.models import Request
 from bridge.ports import ResolvesGroups
@@ -30,7 +32,8 @@ async def may_answer(desk: Desk, request: Request, actor: Actor) -> bool:
                     return True
             except Exception:
                 log.exception("resolving responders entry %s failed", entry)
-    return False
+    await desk.reach.fresh(desk.people)
+    return absent_named(desk, request, responder) is not None  # a delegate of someone it names
 
 
 async def named_in_responders(desk: Desk, attempt: Attempt) -> None:

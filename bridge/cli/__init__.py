@@ -30,6 +30,7 @@ VERBS: dict[str, str] = {
     "show": "bridge.cli.requests:show",
     "answer": "bridge.cli.answer:answer",
     "inbox": "bridge.cli.inbox:inbox",
+    "away": "bridge.cli.away:away",
     "cancel": "bridge.cli.requests:cancel",
     "redeliver": "bridge.cli.requests:redeliver",
     "doctor": "bridge.cli.admin:doctor",

@@ -31,8 +31,16 @@ AS_HELP = ("The name shown with the answer. Through the API the answer counts as
                epilog=codes("answered, or the vote recorded",
                             "closed already, not allowed, no such request, or nothing sent",
                             "the value does not fit, or a usage or config error"))
-@click.argument("request_id", metavar="ID", shell_complete=complete_ids)
+@click.argument("request_id", metavar="ID", required=False, shell_complete=complete_ids)
 @click.argument("value", required=False)
+@click.option("--all", "all_matching", is_flag=True,
+              help="Answer every open request that matches --filter with VALUE (give no ID): a numbered "
+                   "preview, then a confirmation; each item is answered on its own and gets its own result.")
+@click.option("--filter", "filters", multiple=True, metavar="KEY=PATTERN",
+              help="With --all: only requests whose source, tool, title, route... (or labels.<name>) "
+                   "match PATTERN (shell-style: fs.*). Repeat for several.")
+@click.option("--except", "exclude", metavar="N,N", help="With --all: leave out these items of the preview.")
+@click.option("-y", "--yes", is_flag=True, help="With --all: answer without asking for confirmation.")
 @click.option("-q", "--question", "question_id", metavar="QID",
               help="The question VALUE answers (needed when the request has several).")
 @click.option("--values", "values_json", metavar="JSON",
@@ -45,14 +53,20 @@ AS_HELP = ("The name shown with the answer. Through the API the answer counts as
 @offline_option
 @daemon_options
 @click.pass_obj
-def answer(cli: Cli, request_id: str, value: str | None, question_id: str | None, values_json: str | None,
-           responder: str | None, reason: str | None, as_json: bool, offline: bool) -> int:
+def answer(cli: Cli, request_id: str | None, value: str | None, question_id: str | None, values_json: str | None,
+           responder: str | None, reason: str | None, as_json: bool, offline: bool, all_matching: bool,
+           filters: tuple[str, ...], exclude: str | None, yes: bool) -> int:
     """Answer a request. VALUE is checked against its question: yes/no for a confirmation,
     an option for a choice, JSON (or a,b) for several choices, JSON for a form or an edit;
     `-` reads it from stdin. Leave VALUE out to be asked (numbered options, a hidden prompt
     for a secret, your $EDITOR for an edit)."""
     from hitl_bridge_client import InvalidRequest
 
+    if all_matching or filters or exclude or yes:
+        return answer_all(cli, request_id, value, values_json, filters, exclude, yes, responder, reason,
+                          as_json, offline)
+    if request_id is None:
+        raise Failed("give the request's ID (or --all with --filter to answer many)", USAGE)
     with open_bridge(cli, offline, writes=True) as bridge:
         view = bridge.get(request_id)
         if view.get("state") not in OPEN:
@@ -69,6 +83,31 @@ def answer(cli: Cli, request_id: str, value: str | None, question_id: str | None
     for text in outcome_lines(after, responder):
         click.echo(text)
     return 0
+
+
+def answer_all(cli: Cli, first: str | None, value: str | None, values_json: str | None, filters: tuple[str, ...],
+               exclude: str | None, yes: bool, responder: str | None, reason: str | None, as_json: bool,
+               offline: bool) -> int:
+    """`--all`: the one value is the first argument (there is no ID)."""
+    from bridge.cli.batch import result_lines, run_batch
+
+    if value is not None:
+        raise Failed("--all answers many requests: give VALUE alone, no ID", USAGE)
+    values = None
+    if values_json is not None:
+        values, _ = collect({"questions": []}, None, None, values_json)
+    elif first is None:
+        raise Failed("--all needs the VALUE to give each request (e.g. yes), or --values JSON", USAGE)
+    with open_bridge(cli, offline, writes=True) as bridge:
+        result = run_batch(bridge, first, values, filters, exclude, yes, responder, reason,
+                           from_stdin=values_json == "-")
+    if as_json:
+        print_json(result)
+    else:
+        for line in result_lines(result):
+            click.echo(line)
+    refused = (result.get("counts") or {}).get("refused", 0)
+    return REFUSED if refused and refused == len(result.get("results") or []) else 0
 
 
 def collect(view: dict[str, Any], value: str | None, question_id: str | None,

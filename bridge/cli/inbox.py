@@ -18,6 +18,7 @@ import click
 from bridge.cli import render, safe
 from bridge.cli.answer import AS_HELP, outcome_lines
 from bridge.cli.exits import codes
+from bridge.cli.inbox_batches import offer_batches
 from bridge.cli.options import Cli, daemon_options
 from bridge.cli.prompts import Quit, Skip, Terminal, ask_values
 from bridge.cli.remote import DaemonAddress, connect, failure
@@ -92,6 +93,7 @@ class Inbox:
                 queue = self.follow()
             self.term.say(f"{len(queue)} open request{'s' if len(queue) != 1 else ''}")
             try:
+                queue = offer_batches(self, queue)  # alike requests first, decided together
                 for n, summary in enumerate(queue, 1):
                     self.handle(str(summary.get("id")), n, len(queue))
             except Quit:

@@ -113,6 +113,15 @@ class OfflineBridge:
         return [event_view(e) for e in self._run(self.service.store.list_events(request_id))]
 
     # changes -----------------------------------------------------------------------------
+    def answer_batch(self, ids: Sequence[str], value: Any = None, *, values: dict[str, Any] | None = None,
+                     responder: str | None = None, reason: str | None = None) -> View:
+        from bridge.models import Responder
+
+        name = responder or getpass.getuser()
+        result = self._run(self.service.answer_batch(ids, Responder(platform="cli", user_id=name, name=name),
+                                                     via="cli", values=values, value=value, reason=reason))
+        return dict(result.as_json())
+
     def answer(self, request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
                responder: str | None = None, reason: str | None = None) -> View:
         from bridge.http.views import request_view

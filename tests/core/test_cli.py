@@ -182,7 +182,7 @@ def test_every_verb_and_option_has_help_and_the_exit_codes_are_documented() -> N
                 assert param.help, f"{verb} {param.opts}"
             if param.name == "as_json":
                 printing.add(verb)
-    assert printing == {"list", "show", "answer", "cancel", "redeliver", "doctor", "check-config"}
+    assert printing == {"list", "show", "answer", "cancel", "redeliver", "doctor", "check-config", "away"}
     assert "act_for_others" in runner.invoke(cli.root, ["answer", "--help"]).output
 
 

@@ -8,7 +8,7 @@ result, and returns the operation's result. `Client` runs flows with blocking ht
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -98,6 +98,39 @@ def answer(request_id: str, value: Any = None, *, values: dict[str, Any] | None 
     body.update({k: v for k, v in (("responder", responder), ("reason", reason)) if v is not None})
     view: dict[str, Any] = yield Call("POST", request_path(request_id, "answer"), json=body, resend=False)
     return view
+
+
+def answer_batch(ids: Sequence[str], value: Any = None, *, values: dict[str, Any] | None = None,
+                 responder: str | None = None, reason: str | None = None) -> Flow[dict[str, Any]]:
+    """The same answer to each of `ids`: `{batch, counts, results}`, a result per item."""
+    body: dict[str, Any] = {"ids": list(ids), **({"values": values} if values is not None else {"value": value})}
+    body.update({k: v for k, v in (("responder", responder), ("reason", reason)) if v is not None})
+    result: dict[str, Any] = yield Call("POST", "/v1/answers:batch", json=body, resend=False)
+    return result
+
+
+def batches(source: str | None = None, route: str | None = None) -> Flow[list[dict[str, Any]]]:
+    params = {k: v for k, v in (("source", source), ("route", route)) if v}
+    reply = yield Call("GET", "/v1/batches", params=params or None)
+    return list(part(reply, "batches"))
+
+
+def away(delegate: str, until: str, *, starts: str | None = None, person: str | None = None) -> Flow[dict[str, Any]]:
+    """Set a delegation window: `person` (the caller) away until `until`, `delegate` standing in."""
+    body = {"delegate": delegate, "until": until, **({"starts": starts} if starts else {}),
+            **({"person": person} if person else {})}
+    window: dict[str, Any] = yield Call("POST", "/v1/away", json=body, resend=True)
+    return window
+
+
+def away_list() -> Flow[list[dict[str, Any]]]:
+    reply = yield Call("GET", "/v1/away")
+    return list(part(reply, "away"))
+
+
+def back(person: str | None = None) -> Flow[dict[str, Any]]:
+    reply: dict[str, Any] = yield Call("DELETE", "/v1/away", params={"person": person} if person else None)
+    return reply
 
 
 def cancel(request_id: str, reason: str = "", *, actor: str | None = None) -> Flow[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -73,6 +73,26 @@ class Client:
                responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
         """Answer as an operator: `value` for one question, `values` by question id."""
         return self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason))
+
+    def answer_batch(self, ids: Sequence[str], value: Any = None, *, values: dict[str, Any] | None = None,
+                     responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        """The same answer to each of `ids`; a result per item (answered, voted, refused)."""
+        return self._run(calls.answer_batch(ids, value, values=values, responder=responder, reason=reason))
+
+    def batches(self, *, source: str | None = None, route: str | None = None) -> Views:
+        """The open yes/no requests that look alike, grouped: `{key, label, ids, titles}` each."""
+        return self._run(calls.batches(source, route))
+
+    def away(self, delegate: str, until: str, *, starts: str | None = None,
+             person: str | None = None) -> dict[str, Any]:
+        """Away until `until` (ISO 8601 with an offset), `delegate` standing in."""
+        return self._run(calls.away(delegate, until, starts=starts, person=person))
+
+    def away_list(self) -> Views:
+        return self._run(calls.away_list())
+
+    def back(self, person: str | None = None) -> dict[str, Any]:
+        return self._run(calls.back(person))
 
     def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> dict[str, Any]:
         return self._run(calls.cancel(request_id, reason, actor=actor))
