@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 
 from bridge.models import Event, Post, Request
+from bridge.store import pg_chain
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, resumes
 from bridge.store.concerns.retention import PARTS, PRUNABLE_STATES
@@ -75,6 +76,7 @@ async def migrate(conn: asyncpg.Connection) -> None:
     if not counted:  # new: counted from the rows once (the triggers, created above, hold writers off meanwhile)
         await conn.execute("INSERT INTO request_counts (state, shard, n) SELECT state, 0, COUNT(*) FROM requests "
                            "GROUP BY state")
+    await pg_chain.start(conn)
     await conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', $1), ('schema_digest', $2) "
         "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
@@ -189,6 +191,7 @@ class PostgresSteps:
 
     async def forget(self, step: Forget) -> None:
         ids = list(step.request_ids)
+        await pg_chain.retire(self.conn, ids)  # events: retired links, cut once nothing before them is kept
         for table in PARTS:
             await self.conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
         await self.conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)

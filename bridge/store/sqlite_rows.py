@@ -3,7 +3,6 @@ Every function runs inside a transaction the caller opened (in aiosqlite's threa
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from datetime import datetime
@@ -11,6 +10,7 @@ from importlib import resources
 from typing import Any
 
 from bridge.models import Event, Request
+from bridge.store import sqlite_chain
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, load_request, request_columns, ts
 from bridge.store.concerns.retention import PARTS
@@ -67,6 +67,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE requests ADD COLUMN created_by TEXT NOT NULL DEFAULT ''")
         conn.execute("UPDATE requests SET created_by=coalesce(json_extract(body, '$.created_by'), '') "
                      "WHERE external_id IS NOT NULL")
+    sqlite_chain.add_columns(conn)
     counted = conn.execute("SELECT 1 FROM sqlite_master WHERE name='request_counts'").fetchone() is not None
     columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
     if columns and "source" not in columns:
@@ -78,6 +79,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     if not counted:  # the counts table is new: start it from the rows (the triggers keep it from now on)
         conn.execute("INSERT INTO request_counts (state, shard, n) SELECT state, 0, COUNT(*) FROM requests "
                      "GROUP BY state")
+    sqlite_chain.start(conn)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
         "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -118,10 +120,8 @@ def write(conn: sqlite3.Connection, request: Request) -> None:
 
 
 def insert_event(conn: sqlite3.Connection, event: Event) -> None:
-    conn.execute(
-        "INSERT INTO events (request_id, at, kind, actor, data) VALUES (?,?,?,?,?)",
-        (event.request_id, ts(event.at), event.kind, event.actor, json.dumps(event.data, default=str)),
-    )
+    """Append `event` to the store's hash chain (`bridge.store.sqlite_chain`)."""
+    sqlite_chain.append(conn, event)
 
 
 def outbox_item(r: tuple[Any, ...]) -> OutboxItem:
@@ -163,6 +163,7 @@ class SQLiteSteps:
     def forget(self, step: Forget) -> None:
         ids = list(step.request_ids)
         marks = ",".join("?" * len(ids))
+        sqlite_chain.retire(self.conn, ids)  # events: retired links, cut once nothing before them is kept
         for table in PARTS:
             self.conn.execute(f"DELETE FROM {table} WHERE request_id IN ({marks})", ids)
         self.conn.execute(f"DELETE FROM requests WHERE id IN ({marks})", ids)

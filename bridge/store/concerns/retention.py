@@ -9,8 +9,9 @@ from typing import Protocol
 #: a closed request may be pruned (with what belongs to it) once its outcome needs nothing more:
 #: no outbox entry left waiting or dead (an undelivered outcome is kept)
 PRUNABLE_STATES = ("cancelled", "delivered", "expired", "failed")
-#: the tables whose rows belong to a request (pruned with it, before it)
-PARTS = ("events", "posts", "votes", "outbox")
+#: the tables whose rows belong to a request (pruned with it, before it); its events are retired
+#: from the hash chain instead (`bridge.store.chain`: content cleared, links kept until the cut)
+PARTS = ("posts", "votes", "outbox")
 
 
 class RetentionStore(Protocol):
