@@ -1,0 +1,48 @@
+"""`GET /v1/audit`: the record, in chain order, a page at a time, for tokens with `audit: true`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+
+from bridge.audit.export import MAX_PAGE, page
+from bridge.config import Settings
+from bridge.http.auth import require_api_token, token_name
+
+router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["audit"])
+
+
+def may_audit(settings: Settings, header: str | None) -> bool:
+    """A token with `audit: true` reads the record; on an open bridge (no tokens) every caller may."""
+    if not settings.http.api_tokens:
+        return True
+    name = token_name(settings, header)
+    return name is not None and settings.http.api_tokens[name].audit
+
+
+@router.get("/audit")
+async def audit_export(
+    request: Request,
+    since: datetime | None = Query(None, description="Events at or after this time (ISO 8601)."),
+    until: datetime | None = Query(None, description="Events before this time (ISO 8601)."),
+    after: int = Query(0, ge=0, description="Continue after this chain position (the last page's `next`)."),
+    limit: int = Query(MAX_PAGE, ge=1, le=MAX_PAGE, description="Rows read for this page (at most 1000)."),
+) -> dict[str, Any]:
+    """One page of the record: events as stored (who acted as the daemon verified them,
+    secret answers redacted) with their chain hashes. `next` is the `after` of the next page
+    (null at the end); a page reads at most `limit` rows, so pages may hold fewer entries when
+    `since`/`until` skip some."""
+    settings: Settings = request.app.state.settings
+    if not may_audit(settings, request.headers.get("authorization")):
+        raise HTTPException(403, "this token may not read the audit record: give it `audit: true` in "
+                                 "http.api_tokens")
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and value.tzinfo is None:
+            raise HTTPException(422, f"{name}: give a time zone (2026-01-31T09:00:00Z)")
+    store = request.app.state.bridge.store
+    found = await page(store, since=since, until=until, after=after, limit=limit)
+    state = await store.chain_state()
+    return {"events": found.entries, "next": found.next_after,
+            "head": {"seq": state.seq, "hash": state.hash}}
