@@ -122,3 +122,38 @@ def export(cli: Cli, since: str | None, until: str | None, form: str) -> int:
 
     run_on_store(cli, write)
     return 0
+
+
+@click.group(short_help="The keys that sign receipts (rotate them).")
+def keys() -> None:
+    """The Ed25519 keys that sign the receipts written back with every outcome. Their public
+    halves are served at /.well-known/jwks.json."""
+
+
+@keys.command(short_help="Make a new signing key; older ones stay published.",
+              epilog=codes("rotated", None, "config error", remote=False))
+@json_option
+@config_option
+@click.pass_obj
+def rotate(cli: Cli, as_json: bool) -> int:
+    """Make a new receipt signing key in the store (sealed with secrets.key). The daemon
+    signs with it within 30 seconds; older public keys stay in the JWKS so receipts signed
+    before still verify."""
+    from bridge.audit.keys import ReceiptKeys
+    from bridge.clock import SystemClock
+    from bridge.crypto import SecretBox
+
+    settings = cli.settings()
+
+    async def make(store: Store) -> str:
+        keyring = ReceiptKeys(store, SecretBox(settings.secrets.key), SystemClock())
+        made = await keyring.rotate()
+        return made.kid
+
+    kid = run_on_store(cli, make)
+    if as_json:
+        print_json({"kid": kid})
+    else:
+        click.echo(f"receipt key rotated: new kid {kid}" + ("" if settings.secrets.key else
+                   " (warning: no secrets.key: the daemon cannot open this key; set secrets.key)"))
+    return 0

@@ -79,6 +79,7 @@ def create_app(
     app.state.metrics = metrics
     app.include_router(api.router)
     app.include_router(audit_routes.router)
+    app.include_router(audit_routes.keys_router)
     long_poll.install(app.router.routes)
     app.router.routes[0:0] = [r for r in extra_routes if isinstance(r, FirstRoute)]
     app.router.routes.extend(r for r in extra_routes if not isinstance(r, FirstRoute))

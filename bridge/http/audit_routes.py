@@ -1,4 +1,5 @@
-"""`GET /v1/audit`: the record, in chain order, a page at a time, for tokens with `audit: true`."""
+"""`GET /v1/audit`: the record, in chain order, a page at a time, for tokens with `audit: true`;
+`GET /.well-known/jwks.json`: the public keys of the signed receipts."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
 
 from bridge.audit.export import MAX_PAGE, page
 from bridge.config import Settings
-from bridge.http.auth import require_api_token, token_name
+from bridge.models import Request as BridgeRequest
+from bridge.http.auth import may_manage, not_yours, require_api_token, token_name
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["audit"])
 
@@ -46,3 +49,44 @@ async def audit_export(
     state = await store.chain_state()
     return {"events": found.entries, "next": found.next_after,
             "head": {"seq": state.seq, "hash": state.hash}}
+
+
+@router.get("/requests/{request_id}/receipt")
+async def request_receipt(request: Request, request_id: str) -> dict[str, str]:
+    """The signed receipt of a closed request's outcome (a compact JWS; verify it with the
+    keys at /.well-known/jwks.json). For the request's creator, `act_for_others` and `audit` tokens."""
+    settings: Settings = request.app.state.settings
+    service = request.app.state.bridge
+    found = await service.get(request_id)
+    if found is None:
+        raise HTTPException(404, f"no request {request_id[:80]!r}")
+    header = request.headers.get("authorization")
+    if not (may_manage(settings, header, found) or may_audit(settings, header)):
+        raise HTTPException(403, not_yours(found, "read the receipt of"))
+    if found.is_open:
+        raise HTTPException(409, f"request {found.id} is still {found.state.value}: a receipt comes with its outcome")
+    return {"receipt": await service.notary.receipt(found, outcome_state(found))}
+
+
+def outcome_state(found: BridgeRequest) -> str:
+    """The outcome a closed request was written back with (delivered or failed: its answer's)."""
+    if found.state.value in ("answered", "expired", "cancelled"):
+        return found.state.value
+    if found.answer is not None:
+        return "expired" if found.answer.via == "timeout" else "answered"
+    return "cancelled"
+
+
+keys_router = APIRouter(tags=["audit"])
+
+
+@keys_router.get("/.well-known/jwks.json")
+async def jwks(request: Request) -> JSONResponse:
+    """The public keys that verify receipts (RFC 7517), newest first; old keys stay listed so
+    old receipts still verify. Public: a receipt is checked without a token."""
+    keys = request.app.state.bridge.notary.keys
+    found = await keys.jwks()
+    if not found["keys"]:  # no receipt signed yet: make the key now, so a verifier can fetch it first
+        await keys.signing_key()
+        found = await keys.jwks()
+    return JSONResponse(found, headers={"Cache-Control": "public, max-age=300"})
