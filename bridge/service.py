@@ -12,10 +12,10 @@ from bridge.answering import Actor, closed_error
 from bridge.answering.actor import given_on_timeout
 from bridge.answering.closed import open_request
 from bridge.answering.record import record
-from bridge.audit.keys import ReceiptKeys
-from bridge.audit.receipts import Notary
 from bridge.answering.responders import may_answer
 from bridge.answering.values import fits, validated
+from bridge.audit.keys import ReceiptKeys
+from bridge.audit.receipts import Notary
 from bridge.config_routes import Route
 from bridge.crypto import SecretBox
 from bridge.errors import AnswerRejected, NotFound, NotTheSameRequest

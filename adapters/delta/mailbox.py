@@ -17,8 +17,8 @@ from typing import Any
 from adapters.delta.files import MailboxError, MailboxGone, OutsideWorkspace, confined, read_bytes, unreadable
 from adapters.delta.layout import (
     DELTA_DIR,
-    REQUEST_FILE,
     RECEIPT_FILE,
+    REQUEST_FILE,
     RESPONSE_FILE,
     VERSION_FILE,
     Mailbox,

@@ -5,6 +5,7 @@ No JavaScript and no chart library: each chart is a few <rect>s laid out here.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bridge.audit.insights import Insights, Tally, Verdict
 from bridge.durations import format_duration
@@ -62,7 +63,7 @@ def rows(tallies: dict[str, Tally]) -> list[Row]:
     return [row(name, tally, longest=longest) for name, tally in sorted(tallies.items(), key=lambda i: -i[1].total)]
 
 
-def page_context(found: Insights) -> dict[str, object]:
+def page_context(found: Insights) -> dict[str, Any]:
     return {"overall": row("All routes", found.overall, longest=found.overall.p90 or 0),
             "routes": rows(found.by_route), "people": rows(found.by_person), "decisions": found.decisions,
             "truncated": found.truncated, "verdicts": [v.value for v in ORDER], "width": WIDTH}

@@ -57,6 +57,8 @@ def decision_of(request: Request) -> Decision | None:
         return None
     answer = request.answer
     outcome = outcome_of(request)
+    if outcome is None:
+        return None
     if answer is not None and answer.responder.platform in AUTOMATIC_PLATFORMS:
         verdict = Verdict.automatic
     elif outcome.kind in (OutcomeKind.expired, OutcomeKind.expired_with_default):

@@ -11,8 +11,8 @@ from fastapi.responses import JSONResponse
 
 from bridge.audit.export import MAX_PAGE, page
 from bridge.config import Settings
-from bridge.models import Request as BridgeRequest
 from bridge.http.auth import may_manage, not_yours, require_api_token, token_name
+from bridge.models import Request as BridgeRequest
 
 router = APIRouter(prefix="/v1", dependencies=[Depends(require_api_token)], tags=["audit"])
 
@@ -28,8 +28,8 @@ def may_audit(settings: Settings, header: str | None) -> bool:
 @router.get("/audit")
 async def audit_export(
     request: Request,
-    since: datetime | None = Query(None, description="Events at or after this time (ISO 8601)."),
-    until: datetime | None = Query(None, description="Events before this time (ISO 8601)."),
+    since: datetime | None = Query(None, description="Events at or after this time (ISO 8601)."),  # noqa: B008
+    until: datetime | None = Query(None, description="Events before this time (ISO 8601)."),  # noqa: B008
     after: int = Query(0, ge=0, description="Continue after this chain position (the last page's `next`)."),
     limit: int = Query(MAX_PAGE, ge=1, le=MAX_PAGE, description="Rows read for this page (at most 1000)."),
 ) -> dict[str, Any]:

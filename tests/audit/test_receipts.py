@@ -118,6 +118,6 @@ async def test_rotation_signs_with_a_new_kid_and_old_receipts_still_verify(
         new = (await decided(client, receiver, "Second?"))["receipt"]
         keys = (await client.get("/.well-known/jwks.json")).json()
     assert jwt.get_unverified_header(new)["kid"] == kid != jwt.get_unverified_header(old)["kid"]
-    assert [k["kid"] for k in keys["keys"]][0] == kid and len(keys["keys"]) == 2
+    assert keys["keys"][0]["kid"] == kid and len(keys["keys"]) == 2
     assert verify_receipt(old, keys)["sub"] != verify_receipt(new, keys)["sub"]
     assert all("d" not in k for k in keys["keys"])  # public halves only

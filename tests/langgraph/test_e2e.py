@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from hitl_bridge_client import verify_receipt
 import pytest
+from hitl_bridge_client import verify_receipt
 
 from adapters.langgraph.source import LangGraphSource
 from bridge.daemon import Daemon

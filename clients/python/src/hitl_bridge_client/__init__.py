@@ -55,10 +55,34 @@ from hitl_bridge_client.receipts import BadReceipt, fetch_jwks, verify_receipt
 from hitl_bridge_client.signing import signature_headers, standard_secret, verify_callback
 
 __all__ = [
-    "Answer", "AsyncClient", "BadReceipt", "BridgeError", "BridgeRefused", "BridgeUnavailable", "Client", "Conflict",
-    "InvalidRequest", "NoAnswer", "NotABridge", "NotFound", "Rejected", "StillOpen", "Unauthorized", "approved", "ask",
-    "choice", "confirm", "outcome", "request_body", "require_approval", "signature_headers", "standard_secret",
-    "text", "fetch_jwks", "verify_callback", "verify_receipt",
+    "Answer",
+    "AsyncClient",
+    "BadReceipt",
+    "BridgeError",
+    "BridgeRefused",
+    "BridgeUnavailable",
+    "Client",
+    "Conflict",
+    "InvalidRequest",
+    "NoAnswer",
+    "NotABridge",
+    "NotFound",
+    "Rejected",
+    "StillOpen",
+    "Unauthorized",
+    "approved",
+    "ask",
+    "choice",
+    "confirm",
+    "fetch_jwks",
+    "outcome",
+    "request_body",
+    "require_approval",
+    "signature_headers",
+    "standard_secret",
+    "text",
+    "verify_callback",
+    "verify_receipt",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
