@@ -121,3 +121,25 @@ async def test_rotation_signs_with_a_new_kid_and_old_receipts_still_verify(
     assert keys["keys"][0]["kid"] == kid and len(keys["keys"]) == 2
     assert verify_receipt(old, keys)["sub"] != verify_receipt(new, keys)["sub"]
     assert all("d" not in k for k in keys["keys"])  # public halves only
+
+
+async def test_the_receipt_route_is_for_the_creator_and_closed_requests_only(tmp_path: Path) -> None:
+    tokens = {"http": {"api_tokens": {"ci": "ci-token-0123456789abcdef", "other": "other-token-0123456789abcd",
+                                      "auditor": {"token": "audit-token-0123456789abcd", "audit": True}}}}
+    ci, other, auditor = ({"Authorization": f"Bearer {t}"} for t in (
+        "ci-token-0123456789abcdef", "other-token-0123456789abcd", "audit-token-0123456789abcd"))
+    async with running_bridge(tmp_path, {**tokens, **CONFIG}) as bridge, \
+            httpx.AsyncClient(base_url=bridge.base_url) as client:
+        r = await client.post("/v1/requests", headers=ci, json={"title": "Go?", "questions": QUESTIONS[:1]})
+        rid = r.json()["id"]
+        assert (await client.get(f"/v1/requests/{rid}/receipt", headers=ci)).status_code == 409  # still open
+        await client.post(f"/v1/requests/{rid}/answer", headers=ci, json={"value": "no"})
+        assert (await client.get(f"/v1/requests/{rid}/receipt")).status_code == 401
+        assert (await client.get(f"/v1/requests/{rid}/receipt", headers=other)).status_code == 403
+        assert (await client.get("/v1/requests/r_nope/receipt", headers=ci)).status_code == 404
+        assert (await client.get(f"/v1/requests/{'x' * 5000}/receipt", headers=ci)).status_code in (404, 414)
+        mine = (await client.get(f"/v1/requests/{rid}/receipt", headers=ci)).json()["receipt"]
+        audited = (await client.get(f"/v1/requests/{rid}/receipt", headers=auditor)).json()["receipt"]
+        keys = (await client.get("/.well-known/jwks.json")).json()
+    assert verify_receipt(mine, keys) == verify_receipt(audited, keys)
+    assert verify_receipt(mine, keys)["values"] == {"ok": "no"} and verify_receipt(mine, keys)["by"]["handle"] == "api:ci"

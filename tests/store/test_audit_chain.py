@@ -154,3 +154,32 @@ async def test_two_stores_on_one_database_make_one_chain(backend: Backend) -> No
     finally:
         await first.close()
         await second.close()
+
+
+async def test_a_store_from_before_the_chain_is_chained_once_in_written_order(backend: Backend) -> None:
+    store = await backend.open_store()
+    try:
+        await some_history(store, requests=2)
+    finally:
+        await store.close()
+    if backend.kind == "postgres":
+        await backend.sql("DROP TRIGGER tr_events_chain ON events")
+        await backend.sql("DELETE FROM meta WHERE key='schema_digest'")
+    await backend.sql("DROP INDEX ix_events_seq")
+    for column in ("seq", "prev_hash", "hash"):
+        await backend.sql(f"ALTER TABLE events DROP COLUMN {column}")
+    await backend.sql("DROP TABLE audit_chain")
+    await backend.sql("UPDATE meta SET value='2' WHERE key='schema_version'")
+    store = await backend.open_store()  # a schema-2 database: migrated and chained
+    try:
+        report = await verify_store(store)
+        assert report.ok, report.problems
+        assert report.checked == report.state.seq == 8
+        chain = await rows(backend)
+        assert [seq for _id, seq in chain] == list(range(1, 9))
+        assert [event_id for event_id, _seq in chain] == sorted(event_id for event_id, _seq in chain)
+        await some_history(store, requests=1)  # and new events join the same chain
+        assert (await verify_store(store)).state.seq == 12
+    finally:
+        await store.close()
+    assert (await backend.sql("SELECT value FROM meta WHERE key='schema_version'"))[0][0] == "3"
