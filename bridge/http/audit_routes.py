@@ -30,7 +30,7 @@ async def audit_export(
     request: Request,
     since: datetime | None = Query(None, description="Events at or after this time (ISO 8601)."),  # noqa: B008
     until: datetime | None = Query(None, description="Events before this time (ISO 8601)."),  # noqa: B008
-    after: int = Query(0, ge=0, description="Continue after this chain position (the last page's `next`)."),
+    after: int = Query(0, ge=0, le=2**62, description="Continue after this chain position (the last page's `next`)."),
     limit: int = Query(MAX_PAGE, ge=1, le=MAX_PAGE, description="Rows read for this page (at most 1000)."),
 ) -> dict[str, Any]:
     """One page of the record: events as stored (who acted as the daemon verified them,

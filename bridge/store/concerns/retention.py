@@ -19,4 +19,5 @@ class RetentionStore(Protocol):
     async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
         """Delete up to `limit` closed requests last changed before `before` whose outcome
         needs nothing more (PRUNABLE_STATES, no outbox entry pending or dead), with their
-        events, posts, votes and outbox entries, in one short transaction. Returns how many."""
+        posts, votes and outbox entries, in one short transaction; their events are retired
+        from the hash chain (`bridge.store.chain`). Returns how many."""
