@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncpg
 
 from bridge.store.chain import GENESIS, PG_AT_TEXT, RETIRED, ChainRow, ChainState, link
+from bridge.store.transactions import ChainSpan
 
 #: the chain's columns of an event, in ChainRow's order, text as hashed
 ROW = f"id, seq, prev_hash, hash, request_id, {PG_AT_TEXT.format(col='at')}, kind, actor, data"
@@ -32,21 +33,26 @@ async def start(conn: asyncpg.Connection) -> None:
 
 
 async def retire(conn: asyncpg.Connection, request_ids: list[str]) -> None:
-    """Prune these requests' events: each becomes a retired link (content cleared), then every
-    row before the first event still kept is deleted and the hash at the cut kept."""
+    """Clear these requests' events, keeping their links (`transactions.Retire`)."""
     await conn.execute("UPDATE events SET request_id='', kind=$2, actor='', data='' "
                        "WHERE request_id = ANY($1::text[])", request_ids, RETIRED)
-    head, cut_seq = await conn.fetchrow("SELECT seq, cut_seq FROM audit_chain WHERE id=1 FOR UPDATE")
+
+
+async def ends(conn: asyncpg.Connection) -> ChainSpan:
+    head, cut = await conn.fetchrow("SELECT seq, cut_seq FROM audit_chain WHERE id=1 FOR UPDATE")
     first = await conn.fetchval("SELECT seq FROM events WHERE seq > $1 AND kind <> $2 ORDER BY seq LIMIT 1",
-                                cut_seq, RETIRED)
-    cut = (first if first is not None else head + 1) - 1
-    if cut <= cut_seq:
-        return
-    found = await conn.fetchval("SELECT hash FROM events WHERE seq=$1", cut)
-    if found is None:  # not ours to cut: a gap verify will report
-        return
-    await conn.execute("DELETE FROM events WHERE seq <= $1 AND seq > $2 AND kind=$3", cut, cut_seq, RETIRED)
-    await conn.execute("UPDATE audit_chain SET cut_seq=$1, cut_hash=$2 WHERE id=1", cut, found)
+                                cut, RETIRED)
+    return ChainSpan(int(head), int(cut), None if first is None else int(first))
+
+
+async def hash_at(conn: asyncpg.Connection, seq: int) -> str | None:
+    found: str | None = await conn.fetchval("SELECT hash FROM events WHERE seq=$1", seq)
+    return found
+
+
+async def cut(conn: asyncpg.Connection, after: int, upto: int, digest: str) -> None:
+    await conn.execute("DELETE FROM events WHERE seq > $1 AND seq <= $2 AND kind=$3", after, upto, RETIRED)
+    await conn.execute("UPDATE audit_chain SET cut_seq=$1, cut_hash=$2 WHERE id=1", upto, digest)
 
 
 async def state(conn: asyncpg.Connection) -> ChainState:

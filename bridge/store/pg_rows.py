@@ -20,7 +20,20 @@ from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, resumes
 from bridge.store.concerns.retention import PARTS, PRUNABLE_STATES
 from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_text
 from bridge.store.query import pg_parsed as _pg_parsed
-from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
+from bridge.store.transactions import (
+    AddEvents,
+    ChainEnds,
+    ChainSpan,
+    Cut,
+    Forget,
+    HashAt,
+    Locked,
+    OutboxDone,
+    Prunable,
+    Retire,
+    Save,
+    StillStuck,
+)
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
 SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
@@ -191,10 +204,21 @@ class PostgresSteps:
 
     async def forget(self, step: Forget) -> None:
         ids = list(step.request_ids)
-        await pg_chain.retire(self.conn, ids)  # events: retired links, cut once nothing before them is kept
         for table in PARTS:
             await self.conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
         await self.conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)
+
+    async def retire(self, step: Retire) -> None:
+        await pg_chain.retire(self.conn, list(step.request_ids))
+
+    async def chain_ends(self, _step: ChainEnds) -> ChainSpan:
+        return await pg_chain.ends(self.conn)
+
+    async def hash_at(self, step: HashAt) -> str | None:
+        return await pg_chain.hash_at(self.conn, step.seq)
+
+    async def cut(self, step: Cut) -> None:
+        await pg_chain.cut(self.conn, step.after, step.upto, step.digest)
 
     async def still_stuck(self, step: StillStuck) -> bool:
         found = await self.conn.fetchrow(f"{STUCK_DELIVERED} AND id=$1 FOR UPDATE", encode_text(step.request_id))

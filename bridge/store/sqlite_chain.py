@@ -9,6 +9,7 @@ import sqlite3
 from bridge.models import Event
 from bridge.store.chain import GENESIS, RETIRED, ChainRow, ChainState, link
 from bridge.store.codec import ts
+from bridge.store.transactions import ChainSpan
 
 #: the chain's columns of an event, in ChainRow's order
 ROW = "id, seq, prev_hash, hash, request_id, at, kind, actor, data"
@@ -53,22 +54,27 @@ def _chain(conn: sqlite3.Connection, event_id: int, request_id: str, at: str, ki
 
 
 def retire(conn: sqlite3.Connection, request_ids: list[str]) -> None:
-    """Prune these requests' events: each becomes a retired link (content cleared), then every
-    row before the first event still kept is deleted and the hash at the cut kept."""
+    """Clear these requests' events, keeping their links (`transactions.Retire`)."""
     marks = ",".join("?" * len(request_ids))
     conn.execute(f"UPDATE events SET request_id='', kind=?, actor='', data='' WHERE request_id IN ({marks})",
                  (RETIRED, *request_ids))
-    head, cut_seq = conn.execute("SELECT seq, cut_seq FROM audit_chain WHERE id=1").fetchone()
+
+
+def ends(conn: sqlite3.Connection) -> ChainSpan:
+    head, cut = conn.execute("SELECT seq, cut_seq FROM audit_chain WHERE id=1").fetchone()
     first = conn.execute("SELECT seq FROM events WHERE seq > ? AND kind <> ? ORDER BY seq LIMIT 1",
-                         (cut_seq, RETIRED)).fetchone()
-    cut = (first[0] if first else head + 1) - 1
-    if cut <= cut_seq:
-        return
-    found = conn.execute("SELECT hash FROM events WHERE seq=?", (cut,)).fetchone()
-    if found is None:  # not ours to cut: a gap verify will report
-        return
-    conn.execute("DELETE FROM events WHERE seq <= ? AND seq > ? AND kind=?", (cut, cut_seq, RETIRED))
-    conn.execute("UPDATE audit_chain SET cut_seq=?, cut_hash=? WHERE id=1", (cut, found[0]))
+                         (cut, RETIRED)).fetchone()
+    return ChainSpan(head, cut, first[0] if first else None)
+
+
+def hash_at(conn: sqlite3.Connection, seq: int) -> str | None:
+    found = conn.execute("SELECT hash FROM events WHERE seq=?", (seq,)).fetchone()
+    return found[0] if found else None
+
+
+def cut(conn: sqlite3.Connection, after: int, upto: int, digest: str) -> None:
+    conn.execute("DELETE FROM events WHERE seq > ? AND seq <= ? AND kind=?", (after, upto, RETIRED))
+    conn.execute("UPDATE audit_chain SET cut_seq=?, cut_hash=? WHERE id=1", (upto, digest))
 
 
 def state(conn: sqlite3.Connection) -> ChainState:

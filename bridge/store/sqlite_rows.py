@@ -14,7 +14,20 @@ from bridge.store import sqlite_chain
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, load_request, request_columns, ts
 from bridge.store.concerns.retention import PARTS
-from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
+from bridge.store.transactions import (
+    AddEvents,
+    ChainEnds,
+    ChainSpan,
+    Cut,
+    Forget,
+    HashAt,
+    Locked,
+    OutboxDone,
+    Prunable,
+    Retire,
+    Save,
+    StillStuck,
+)
 
 COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
            "next_reminder_at, next_escalation_at, step_due_at, resume, created_by, body")
@@ -163,10 +176,21 @@ class SQLiteSteps:
     def forget(self, step: Forget) -> None:
         ids = list(step.request_ids)
         marks = ",".join("?" * len(ids))
-        sqlite_chain.retire(self.conn, ids)  # events: retired links, cut once nothing before them is kept
         for table in PARTS:
             self.conn.execute(f"DELETE FROM {table} WHERE request_id IN ({marks})", ids)
         self.conn.execute(f"DELETE FROM requests WHERE id IN ({marks})", ids)
+
+    def retire(self, step: Retire) -> None:
+        sqlite_chain.retire(self.conn, list(step.request_ids))
+
+    def chain_ends(self, _step: ChainEnds) -> ChainSpan:
+        return sqlite_chain.ends(self.conn)
+
+    def hash_at(self, step: HashAt) -> str | None:
+        return sqlite_chain.hash_at(self.conn, step.seq)
+
+    def cut(self, step: Cut) -> None:
+        sqlite_chain.cut(self.conn, step.after, step.upto, step.digest)
 
     def still_stuck(self, step: StillStuck) -> bool:
         return self.conn.execute(f"{STUCK_DELIVERED} AND id=?", (step.request_id,)).fetchone() is not None
