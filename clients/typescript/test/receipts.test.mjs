@@ -27,7 +27,9 @@ async function decidedReceipt(title) {
   const response = await fetch(`${daemon.url}/v1/requests/${request.id}/receipt`,
     { headers: { Authorization: `Bearer ${TOKEN}` } });
   assert.equal(response.status, 200);
-  return { id: request.id, receipt: (await response.json()).receipt };
+  const receipt = (await response.json()).receipt;
+  assert.equal(await client.receipt(request.id), receipt); // the same, through the client
+  return { id: request.id, receipt };
 }
 
 const b64 = (text) => Buffer.from(text).toString("base64url");
