@@ -51,6 +51,9 @@ class ApiToken(StrictModel):
     #: may answer in the name of others (the body's `responder` names who): a chat relay,
     #: an operator's tool. Without it a token votes only as itself.
     act_for_others: bool = False
+    #: may read the whole record (`GET /v1/audit`): every request's events, whoever created them.
+    #: Give it to the auditor's or the SIEM's token only.
+    audit: bool = False
 
 
 class HttpSettings(StrictModel):

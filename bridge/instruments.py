@@ -13,7 +13,9 @@ from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+from bridge.audit.insights import decision_of
 from bridge.lifecycle import Lifecycle, Step
+from bridge.models import Request
 
 disable_created_metrics()  # no `*_created` series next to each counter: half the series, nothing lost
 
@@ -54,6 +56,13 @@ class Instruments:
                                              buckets=DELIVERY_BUCKETS, registry=registry)
         self.lateness = Histogram("hitl_timer_lateness_seconds", "How late a timer was applied after its "
                                   "instant", buckets=LATENESS_BUCKETS, registry=registry)
+        self.decisions = Counter("hitl_decisions", "Decisions as they are made, by route, by who decided (the "
+                                 "person, or the verified handle; 'nobody' when the request expired) and verdict "
+                                 "(approved, rejected, answered, expired, automatic)", ["route", "who", "verdict"],
+                                 registry=registry)
+        self.time_to_decide = Histogram("hitl_time_to_decide_seconds", "From created to decided, every outcome "
+                                        "(expired ones with the time they waited), by route and verdict",
+                                        ["route", "verdict"], buckets=TIME_TO_ANSWER_BUCKETS, registry=registry)
         for result in ("ok", "refused", "no_rules"):
             self.reloads.labels(result=result)
         for kind in TIMER_KINDS:
@@ -78,6 +87,8 @@ class Instruments:
 
     def on_step(self, step: Step) -> None:
         f, request = step.fields, step.request
+        if step.kind in ("answered", "expired"):
+            self.decided(request)
         if step.kind == "created":
             self.created.labels(source=request.source, route=request.route).inc()
         elif step.kind in ("posted", "post_failed"):
@@ -96,6 +107,13 @@ class Instruments:
             self.deliveries.labels(source=request.source, result="dead").inc()
         elif step.kind == "timer":
             self.timers.labels(kind=f["timer"]).inc()
+
+    def decided(self, request: Request) -> None:
+        """Every decision, recorded as it is made (bridge.audit.insights says how it is classed)."""
+        found = decision_of(request)
+        if found is not None:
+            self.decisions.labels(route=found.route, who=found.who or "nobody", verdict=found.verdict.value).inc()
+            self.time_to_decide.labels(route=found.route, verdict=found.verdict.value).observe(found.seconds)
 
     def timer_late(self, seconds: float) -> None:
         self.lateness.observe(max(0.0, seconds))

@@ -150,7 +150,8 @@ class Outbox:
         try:
             if source is None:
                 raise DeliveryError(f"no source named {request.source!r} is configured", permanent=True)
-            outcome = Outcome(request=request, state=item.state, answer=self._open_answer(request))
+            outcome = Outcome(request=request, state=item.state, answer=self._open_answer(request),
+                              receipt=await self.service.notary.receipt(request, item.state))
             await asyncio.wait_for(source.deliver(outcome), timeout=limit.total_seconds())
         except asyncio.CancelledError:
             raise

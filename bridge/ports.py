@@ -41,6 +41,9 @@ class Outcome:
     request: Request
     state: str  # "answered" | "expired" | "cancelled"
     answer: Answer | None = None
+    #: the signed receipt of this outcome (a compact JWS, `bridge.audit.receipts`): a source
+    #: writes it back where its engine keeps metadata
+    receipt: str | None = None
 
 
 class RequestSink(Protocol):

@@ -14,6 +14,8 @@ from bridge.answering.closed import open_request
 from bridge.answering.record import record
 from bridge.answering.responders import may_answer
 from bridge.answering.values import fits, validated
+from bridge.audit.keys import ReceiptKeys
+from bridge.audit.receipts import Notary
 from bridge.config_routes import Route
 from bridge.crypto import SecretBox
 from bridge.errors import AnswerRejected, NotFound, NotTheSameRequest
@@ -64,6 +66,7 @@ class BridgeService(ManyAndAway):
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
+        self.notary = Notary(ReceiptKeys(store, secrets, clock))  # signs the receipts written back
 
     # helpers ----------------------------------------------------------------------------
     def background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:

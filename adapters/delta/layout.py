@@ -36,6 +36,8 @@ DELTA_DIR = ".delta"
 INTERACTION = "interaction"
 REQUEST_FILE = "request.json"
 RESPONSE_FILE = "response.txt"
+#: the signed receipt of the decision written to response.txt (a compact JWS; see docs/guides/audits.md)
+RECEIPT_FILE = "response.receipt.jws"
 METADATA_FILE = "metadata.json"
 LATEST_FILE = "LATEST"
 VERSION_FILE = "VERSION"

@@ -17,6 +17,7 @@ from typing import Any
 from adapters.delta.files import MailboxError, MailboxGone, OutsideWorkspace, confined, read_bytes, unreadable
 from adapters.delta.layout import (
     DELTA_DIR,
+    RECEIPT_FILE,
     REQUEST_FILE,
     RESPONSE_FILE,
     VERSION_FILE,
@@ -172,7 +173,7 @@ def engine_version(workspace: str) -> str | None:
     return read_small(os.path.join(workspace, DELTA_DIR, VERSION_FILE), workspace)
 
 
-def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
+def write_response(mailbox: Mailbox, request_id: str, value: str, receipt: str | None = None) -> str:
     """Write `value` to the mailbox's `response.txt` atomically; return its path.
 
     Only when `request.json` still holds `request_id` (MailboxGone / MailboxError
@@ -180,6 +181,8 @@ def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
     Temp file in the same folder, mode 0600, fsync, rename over `response.txt` (a
     symlink there is replaced, never followed). When the bridge runs as root the file
     is given to the owner of `request.json`, so the engine's user can read it.
+    `receipt` (the signed receipt of the decision) goes to `response.receipt.jws` the same
+    way, first: whoever reads `response.txt` finds its receipt beside it.
     Raises OSError when the folder cannot be written (read-only, full): retry later.
     """
     current = read_request(mailbox)
@@ -196,7 +199,21 @@ def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
         raise MailboxError(mailbox.directory, f"leads outside {exc.workspace} (symlink); refused",
                            kind="outside") from exc
     owner = os.stat(os.path.join(directory, REQUEST_FILE))
-    tmp = os.path.join(directory, f".{RESPONSE_FILE}.{secrets.token_hex(6)}.tmp")
+    if receipt is not None:
+        _replace_file(directory, RECEIPT_FILE, receipt + "\n", owner)
+    _replace_file(directory, RESPONSE_FILE, value, owner)
+    with contextlib.suppress(OSError):
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    return os.path.join(mailbox.directory, RESPONSE_FILE)
+
+
+def _replace_file(directory: str, name: str, value: str, owner: os.stat_result) -> None:
+    """`directory/name` replaced atomically by `value` (0600, fsynced, given to `owner` as root)."""
+    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(tmp, flags, 0o600)
     try:
@@ -212,16 +229,8 @@ def write_response(mailbox: Mailbox, request_id: str, value: str) -> str:
             os.fsync(fd)
         finally:
             os.close(fd)
-        target = os.path.join(directory, RESPONSE_FILE)
-        os.replace(tmp, target)
+        os.replace(tmp, os.path.join(directory, name))
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    return os.path.join(mailbox.directory, RESPONSE_FILE)

@@ -68,7 +68,7 @@ class AnswerWriter:
         request_id = str(request.source_ref.get("request_id") or request.external_id or "")
         value = response_text(outcome.answer, request, self.reason_line)
         try:
-            path = await in_thread(write_response, mailbox, request_id, value)
+            path = await in_thread(write_response, mailbox, request_id, value, outcome.receipt)
         except (MailboxGone, MovedOn) as exc:
             if await self._wrote_before(request.id):
                 # an earlier attempt (cut short by a stop) wrote this answer and the run took it

@@ -35,6 +35,8 @@ from bridge.store.query import RequestQuery
 log = logging.getLogger(__name__)
 
 RUN_METADATA_KEY = "hitl_bridge_request_id"
+#: the resume run's metadata key holding the signed receipt of the decision (docs/guides/audits.md)
+RECEIPT_METADATA_KEY = "hitl_bridge_receipt"
 
 
 class LangGraphConfig(BaseModel):
@@ -270,7 +272,8 @@ class LangGraphSource:
             await self.client.resume(
                 thread_id, interrupt_id=interrupt_id, value=value, assistant_id=assistant,
                 metadata={RUN_METADATA_KEY: request.id,
-                          "hitl_bridge_answered_by": answer.responder.key},
+                          "hitl_bridge_answered_by": answer.responder.key,
+                          **({RECEIPT_METADATA_KEY: outcome.receipt} if outcome.receipt else {})},
             )
         except LangGraphError as exc:
             raise DeliveryError(f"{where}: {exc}", permanent=exc.status == 404) from None

@@ -31,6 +31,8 @@ log = logging.getLogger("hitl_bridge.mcp")
 POLL_S = 60.0  # one long poll of the API (it allows up to 120 s)
 CANCEL_WITHIN_S = 5.0
 CHECK_WAIT_S = 0.001  # await_answer's first read: a long poll, so the bridge checks the token may wait
+#: where a closed request's signed receipt goes in a tool result's `_meta` (docs/guides/audits.md)
+RECEIPT_META = "hitl-bridge/receipt"
 WITHDRAWN = "the MCP client stopped waiting (it cancelled the tool call or disconnected)"
 
 
@@ -97,7 +99,7 @@ class Calls:
             slot.request_id = request_id
             return ASKED
         if view.get("state") not in OPEN_STATES:
-            return result_for(view)
+            return await self.with_receipt(client, view)
         return await self.wait(ctx, client, request_id, self.hold(wait_seconds), str(view["labels"][LABEL_CALL]))
 
     async def view(self, client: AsyncClient, request_id: str, *, wait: float = 0) -> dict[str, Any]:
@@ -125,7 +127,20 @@ class Calls:
             self.waiting -= 1
             if not self.waiting:
                 self._idle.set()
-        return result_for(view)
+        return await self.with_receipt(client, view)
+
+    async def with_receipt(self, client: AsyncClient, view: dict[str, Any]) -> CallToolResult:
+        """The tool's result; once the request is closed, its signed receipt in `_meta`
+        (RECEIPT_META), for a client that keeps proof of who decided."""
+        result = result_for(view)
+        if view.get("state") in OPEN_STATES:
+            return result
+        try:
+            receipt = await client.receipt(str(view["id"]))
+        except BridgeError as exc:  # the result stands without it; the record has the decision
+            log.warning("mcp: no receipt for %s: %s", view.get("id"), exc)
+            return result
+        return result.model_copy(update={"meta": {**(result.meta or {}), RECEIPT_META: receipt}})
 
     async def idle(self) -> None:
         """Return once no call holds (each cancelled call has cancelled its request)."""

@@ -29,6 +29,7 @@ from adapters.web.auth import (
 )
 from adapters.web.batch import BatchPages
 from adapters.web.confirm import check_step
+from adapters.web.insights_view import page_context
 from adapters.web.links import LinkPages
 from adapters.web.listing import ListState
 from adapters.web.live import LiveLooks
@@ -36,6 +37,7 @@ from adapters.web.mine import Me, me
 from adapters.web.render import STATIC, Renderer, browser_id, is_secure, read_form, redirect
 from adapters.web.request_view import request_view
 from adapters.web.settings import NAME_PATTERN, WebConfig
+from bridge.audit.insights import gather
 from bridge.errors import BridgeError
 from bridge.http.throttle import client_key
 from bridge.models import Request as BridgeRequest
@@ -74,6 +76,7 @@ class Inbox:
             Route("/inbox/r/{request_id}/answer", self._guard(self.answer, post=True), methods=["POST"]),
             Route("/inbox/r/{request_id}/confirm", self._guard(self.confirm, post=True), methods=["POST"]),
             Route("/inbox/r/{request_id}/retry", self._guard(self.retry, post=True), methods=["POST"]),
+            Route("/inbox/insights", self._guard(self.insights_page), methods=["GET"]),
             Route("/inbox/login", self.login_page, methods=["GET"]),
             Route("/inbox/login", self.login, methods=["POST"]),
             Route("/inbox/logout", self.logout, methods=["POST"]),
@@ -353,6 +356,11 @@ class Inbox:
         if value in OPERATOR_PAGES:
             return value
         return "/inbox"
+
+    async def insights_page(self, request: Request, viewer: Viewer) -> Response:
+        """How requests end and how long deciding takes, per route and per person."""
+        found = await gather(self._service(request).store)
+        return self._page(request, "insights.html", viewer=viewer, **page_context(found))
 
     async def login_page(self, request: Request) -> Response:
         if await self.auth.viewer(request) is not None:

@@ -107,6 +107,8 @@ class WebhookSource:
         values = outcome.answer.values if outcome.answer else None
         payload = structured_answer(request, values, outcome.state) if request.format == "structured" \
             else native_answer(outcome)
+        if outcome.receipt is not None:  # the signed receipt rides along (verify_receipt in the clients)
+            payload["receipt"] = outcome.receipt
         body, headers = signed_request(callback.secret, payload, request.id, outcome.state,
                                        callback.signing or self.config.signing)
         try:

@@ -35,6 +35,8 @@ VERBS: dict[str, str] = {
     "redeliver": "bridge.cli.requests:redeliver",
     "doctor": "bridge.cli.admin:doctor",
     "check-config": "bridge.cli.admin:check_config",
+    "audit": "bridge.cli.audit:audit",
+    "keys": "bridge.cli.audit:keys",
     "demo": "bridge.cli.demo:demo",
     "completion": "bridge.cli.completion:completion",
 }

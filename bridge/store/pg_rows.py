@@ -14,12 +14,26 @@ from typing import Any
 import asyncpg
 
 from bridge.models import Event, Post, Request
+from bridge.store import pg_chain
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, resumes
 from bridge.store.concerns.retention import PARTS, PRUNABLE_STATES
 from bridge.store.pg_support import decode_opt, decode_text, encode_opt, encode_text
 from bridge.store.query import pg_parsed as _pg_parsed
-from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
+from bridge.store.transactions import (
+    AddEvents,
+    ChainEnds,
+    ChainSpan,
+    Cut,
+    Forget,
+    HashAt,
+    Locked,
+    OutboxDone,
+    Prunable,
+    Retire,
+    Save,
+    StillStuck,
+)
 
 MIGRATION_LOCK = 0x6869746C  # "hitl": replicas starting together migrate one at a time
 SCHEMA = resources.files("bridge.store").joinpath("schema_postgres.sql").read_text()  # read once, at import
@@ -75,6 +89,7 @@ async def migrate(conn: asyncpg.Connection) -> None:
     if not counted:  # new: counted from the rows once (the triggers, created above, hold writers off meanwhile)
         await conn.execute("INSERT INTO request_counts (state, shard, n) SELECT state, 0, COUNT(*) FROM requests "
                            "GROUP BY state")
+    await pg_chain.start(conn)
     await conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', $1), ('schema_digest', $2) "
         "ON CONFLICT (key) DO UPDATE SET value=excluded.value",
@@ -192,6 +207,18 @@ class PostgresSteps:
         for table in PARTS:
             await self.conn.execute(f"DELETE FROM {table} WHERE request_id = ANY($1::text[])", ids)
         await self.conn.execute("DELETE FROM requests WHERE id = ANY($1::text[])", ids)
+
+    async def retire(self, step: Retire) -> None:
+        await pg_chain.retire(self.conn, list(step.request_ids))
+
+    async def chain_ends(self, _step: ChainEnds) -> ChainSpan:
+        return await pg_chain.ends(self.conn)
+
+    async def hash_at(self, step: HashAt) -> str | None:
+        return await pg_chain.hash_at(self.conn, step.seq)
+
+    async def cut(self, step: Cut) -> None:
+        await pg_chain.cut(self.conn, step.after, step.upto, step.digest)
 
     async def still_stuck(self, step: StillStuck) -> bool:
         found = await self.conn.fetchrow(f"{STUCK_DELIVERED} AND id=$1 FOR UPDATE", encode_text(step.request_id))

@@ -8,12 +8,14 @@ the same entry at once.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
 
 from bridge.models import Event, Post, Request, RequestState
+from bridge.store import pg_chain
 from bridge.store.base import (
     OutboxItem,
     OutboxStats,
@@ -21,6 +23,7 @@ from bridge.store.base import (
     TimerRow,
     Vote,
 )
+from bridge.store.chain import ChainRow, ChainState
 from bridge.store.codec import STUCK_DELIVERED, resumes
 from bridge.store.concerns.kv import live
 from bridge.store.concerns.search import less_voted, wanted_counts
@@ -125,6 +128,22 @@ class PostgresStore(PostgresEngine):
                   actor=decode_text(r[4]), data=json.loads(decode_text(r[5])))
             for r in rows
         ]
+
+    async def chain_state(self) -> ChainState:
+        async with self._conn() as conn:
+            return await pg_chain.state(conn)
+
+    async def chain_page(self, after_seq: int, limit: int) -> list[ChainRow]:
+        async with self._conn() as conn:
+            return await pg_chain.page(conn, after_seq, limit)
+
+    async def unchained_events(self, limit: int) -> list[ChainRow]:
+        async with self._conn() as conn:
+            return await pg_chain.unchained(conn, limit)
+
+    def readable(self, row: ChainRow) -> ChainRow:
+        return replace(row, request_id=decode_text(row.request_id), kind=decode_text(row.kind),
+                       actor=decode_text(row.actor), data=decode_text(row.data))
 
     # posts ------------------------------------------------------------------------------
     async def add_post(self, post: Post) -> None:

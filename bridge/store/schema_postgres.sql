@@ -74,6 +74,53 @@ CREATE TABLE IF NOT EXISTS events (
   data TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS ix_events_request ON events(request_id, id);
+-- the events' hash chain (bridge/store/chain.py; schema 3): every event's place (seq), the hash before it and
+-- its own, set at commit by the deferred trigger below with the chain head row (audit_chain) locked, so
+-- replicas appending to one database make one chain and wait on each other only for their commit.
+-- audit_chain also keeps the checkpoint pruning leaves (cut_seq, cut_hash).
+ALTER TABLE events ADD COLUMN IF NOT EXISTS seq BIGINT;
+ALTER TABLE events ADD COLUMN IF NOT EXISTS prev_hash TEXT;
+ALTER TABLE events ADD COLUMN IF NOT EXISTS hash TEXT;
+CREATE INDEX IF NOT EXISTS ix_events_seq ON events(seq);
+CREATE TABLE IF NOT EXISTS audit_chain (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq BIGINT NOT NULL,
+  hash TEXT NOT NULL,
+  cut_seq BIGINT NOT NULL,
+  cut_hash TEXT NOT NULL
+);
+-- chain_payload of bridge/store/chain.py, the same text: keep the two alike
+CREATE OR REPLACE FUNCTION hitl_chain_payload(prev TEXT, request_id TEXT, at TEXT, kind TEXT, actor TEXT,
+  data TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE AS $payload$
+  SELECT prev || E'\n' || length(request_id) || ':' || request_id || E'\n' || length(at) || ':' || at
+    || E'\n' || length(kind) || ':' || kind || E'\n' || length(actor) || ':' || actor
+    || E'\n' || length(data) || ':' || data
+$payload$;
+CREATE OR REPLACE FUNCTION hitl_chain_event() RETURNS trigger LANGUAGE plpgsql AS $chain$
+DECLARE
+  head_seq BIGINT;
+  head_hash TEXT;
+  digest TEXT;
+BEGIN
+  SELECT seq, hash INTO head_seq, head_hash FROM audit_chain WHERE id = 1 FOR UPDATE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'the audit chain has no head: run the bridge once to migrate the schema';
+  END IF;
+  digest := encode(sha256(convert_to(hitl_chain_payload(head_hash, NEW.request_id,
+    to_char(NEW.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'), NEW.kind, NEW.actor, NEW.data),
+    'UTF8')), 'hex');
+  UPDATE events SET seq = head_seq + 1, prev_hash = head_hash, hash = digest WHERE id = NEW.id;
+  UPDATE audit_chain SET seq = head_seq + 1, hash = digest WHERE id = 1;
+  RETURN NULL;
+END
+$chain$;
+DO $trigger$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'tr_events_chain' AND tgrelid = 'events'::regclass) THEN
+    CREATE CONSTRAINT TRIGGER tr_events_chain AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED
+      FOR EACH ROW EXECUTE FUNCTION hitl_chain_event();
+  END IF;
+END
+$trigger$;
 CREATE TABLE IF NOT EXISTS posts (
   id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   request_id TEXT NOT NULL,

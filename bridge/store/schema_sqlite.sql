@@ -58,9 +58,22 @@ CREATE TABLE IF NOT EXISTS events (
   at TEXT NOT NULL,
   kind TEXT NOT NULL,
   actor TEXT NOT NULL,
-  data TEXT NOT NULL
+  data TEXT NOT NULL,
+  seq INTEGER,
+  prev_hash TEXT,
+  hash TEXT
 );
 CREATE INDEX IF NOT EXISTS ix_events_request ON events(request_id, id);
+-- the events' hash chain (bridge/store/chain.py): seq, prev_hash, hash came with schema 3 (sqlite_rows.migrate
+-- adds them and chains the events already kept); audit_chain holds the head and the checkpoint left by pruning
+CREATE INDEX IF NOT EXISTS ix_events_seq ON events(seq);
+CREATE TABLE IF NOT EXISTS audit_chain (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq INTEGER NOT NULL,
+  hash TEXT NOT NULL,
+  cut_seq INTEGER NOT NULL,
+  cut_hash TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS posts (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   request_id TEXT NOT NULL,

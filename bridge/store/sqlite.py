@@ -11,12 +11,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bridge.models import Event, Post, Request, RequestState
+from bridge.store import sqlite_chain
 from bridge.store.base import (
     OutboxItem,
     OutboxStats,
     TimerRow,
     Vote,
 )
+from bridge.store.chain import ChainRow, ChainState
 from bridge.store.codec import STUCK_DELIVERED, load_request, parse_ts, request_columns, ts
 from bridge.store.concerns.kv import live
 from bridge.store.concerns.search import less_voted, wanted_counts
@@ -110,6 +112,15 @@ class SQLiteStore(SQLiteEngine):
             ]
 
         return await self._read(txn)
+
+    async def chain_state(self) -> ChainState:
+        return await self._read(sqlite_chain.state)
+
+    async def chain_page(self, after_seq: int, limit: int) -> list[ChainRow]:
+        return await self._read(lambda c: sqlite_chain.page(c, after_seq, limit))
+
+    async def unchained_events(self, limit: int) -> list[ChainRow]:
+        return await self._read(lambda c: sqlite_chain.unchained(c, limit))
 
     # posts ------------------------------------------------------------------------------
     async def add_post(self, post: Post) -> None:

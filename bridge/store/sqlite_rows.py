@@ -3,7 +3,6 @@ Every function runs inside a transaction the caller opened (in aiosqlite's threa
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from datetime import datetime
@@ -11,10 +10,24 @@ from importlib import resources
 from typing import Any
 
 from bridge.models import Event, Request
+from bridge.store import sqlite_chain
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, load_request, request_columns, ts
 from bridge.store.concerns.retention import PARTS
-from bridge.store.transactions import AddEvents, Forget, Locked, OutboxDone, Prunable, Save, StillStuck
+from bridge.store.transactions import (
+    AddEvents,
+    ChainEnds,
+    ChainSpan,
+    Cut,
+    Forget,
+    HashAt,
+    Locked,
+    OutboxDone,
+    Prunable,
+    Retire,
+    Save,
+    StillStuck,
+)
 
 COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadline, "
            "next_reminder_at, next_escalation_at, step_due_at, resume, created_by, body")
@@ -67,6 +80,7 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE requests ADD COLUMN created_by TEXT NOT NULL DEFAULT ''")
         conn.execute("UPDATE requests SET created_by=coalesce(json_extract(body, '$.created_by'), '') "
                      "WHERE external_id IS NOT NULL")
+    sqlite_chain.add_columns(conn)
     counted = conn.execute("SELECT 1 FROM sqlite_master WHERE name='request_counts'").fetchone() is not None
     columns = {r[1] for r in conn.execute("PRAGMA table_info(outbox)")}
     if columns and "source" not in columns:
@@ -78,6 +92,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     if not counted:  # the counts table is new: start it from the rows (the triggers keep it from now on)
         conn.execute("INSERT INTO request_counts (state, shard, n) SELECT state, 0, COUNT(*) FROM requests "
                      "GROUP BY state")
+    sqlite_chain.start(conn)
     conn.execute(
         "INSERT INTO meta (key, value) VALUES ('schema_version', ?) "
         "ON CONFLICT(key) DO UPDATE SET value=excluded.value",
@@ -118,10 +133,8 @@ def write(conn: sqlite3.Connection, request: Request) -> None:
 
 
 def insert_event(conn: sqlite3.Connection, event: Event) -> None:
-    conn.execute(
-        "INSERT INTO events (request_id, at, kind, actor, data) VALUES (?,?,?,?,?)",
-        (event.request_id, ts(event.at), event.kind, event.actor, json.dumps(event.data, default=str)),
-    )
+    """Append `event` to the store's hash chain (`bridge.store.sqlite_chain`)."""
+    sqlite_chain.append(conn, event)
 
 
 def outbox_item(r: tuple[Any, ...]) -> OutboxItem:
@@ -166,6 +179,18 @@ class SQLiteSteps:
         for table in PARTS:
             self.conn.execute(f"DELETE FROM {table} WHERE request_id IN ({marks})", ids)
         self.conn.execute(f"DELETE FROM requests WHERE id IN ({marks})", ids)
+
+    def retire(self, step: Retire) -> None:
+        sqlite_chain.retire(self.conn, list(step.request_ids))
+
+    def chain_ends(self, _step: ChainEnds) -> ChainSpan:
+        return sqlite_chain.ends(self.conn)
+
+    def hash_at(self, step: HashAt) -> str | None:
+        return sqlite_chain.hash_at(self.conn, step.seq)
+
+    def cut(self, step: Cut) -> None:
+        sqlite_chain.cut(self.conn, step.after, step.upto, step.digest)
 
     def still_stuck(self, step: StillStuck) -> bool:
         return self.conn.execute(f"{STUCK_DELIVERED} AND id=?", (step.request_id,)).fetchone() is not None

@@ -87,6 +87,49 @@ class Forget(Step):
     request_ids: Sequence[str]
 
 
+@dataclass(frozen=True)
+class Retire(Step):
+    """Clear the content of these requests' events, keeping their place and hashes in the chain
+    (`bridge.store.chain`): pruned, yet the events after them still verify."""
+
+    name = "retire"
+    request_ids: Sequence[str]
+
+
+@dataclass(frozen=True)
+class ChainEnds(Step):
+    """The chain's head, its checkpoint and the first event after it that is not retired
+    (`ChainSpan`), with the head locked until the transaction ends."""
+
+    name = "chain_ends"
+
+
+@dataclass(frozen=True)
+class ChainSpan:
+    head: int
+    cut: int
+    first_kept: int | None
+
+
+@dataclass(frozen=True)
+class HashAt(Step):
+    """The hash of the event at chain position `seq` (None: there is none)."""
+
+    name = "hash_at"
+    seq: int
+
+
+@dataclass(frozen=True)
+class Cut(Step):
+    """Delete the retired events after `after` up to `upto` and make `upto`, whose hash is
+    `digest`, the chain's checkpoint."""
+
+    name = "cut"
+    after: int
+    upto: int
+    digest: str
+
+
 Txn = Generator[Step, Any, T]
 _DELIVERABLE = frozenset({RequestState.answered, RequestState.expired})
 
@@ -166,8 +209,22 @@ def heal(found: Sequence[str], now: datetime) -> Txn[list[str]]:
 def prune(before: datetime, limit: int) -> Txn[int]:
     ids = yield Prunable(before, limit)
     if ids:
+        yield Retire(ids)
         yield Forget(ids)
+        yield from cut_chain()
     return len(ids)
+
+
+def cut_chain() -> Txn[None]:
+    """Delete the chain's retired prefix, keeping the hash where it ends as the checkpoint."""
+    span: ChainSpan = yield ChainEnds()
+    upto = (span.first_kept if span.first_kept is not None else span.head + 1) - 1
+    if upto <= span.cut:
+        return
+    digest = yield HashAt(upto)
+    if digest is None:  # a gap where the cut would be: not the pruner's to hide (verify reports it)
+        return
+    yield Cut(span.cut, upto, digest)
 
 
 def drive(txn: Txn[T], steps: object) -> T:
@@ -236,8 +293,13 @@ class TransactionalStore(Store):
 
 __all__ = [
     "AddEvents",
+    "ChainEnds",
+    "ChainSpan",
+    "Cut",
+    "HashAt",
     "Locked",
     "OutboxDone",
+    "Retire",
     "Save",
     "Step",
     "StillStuck",

@@ -22,7 +22,8 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef",
        "HITL_BRIDGE_DATABASE_URL": "postgresql://hitl@db.example:5432/hitl",
        "RELEASE_BOT_TOKEN": "release-bot-token-0123456789",
-       "ANA_INBOX_TOKEN": "ana-inbox-token-0123456789", "BO_INBOX_TOKEN": "bo-inbox-token-0123456789"}
+       "ANA_INBOX_TOKEN": "ana-inbox-token-0123456789", "BO_INBOX_TOKEN": "bo-inbox-token-0123456789",
+       "BRIDGE_AUDIT_TOKEN": "audit-example-token-012345"}
 
 
 def test_there_are_examples() -> None:

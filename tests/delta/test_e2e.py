@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from hitl_bridge_client import verify_receipt
 
 from bridge.daemon import Daemon
 from bridge.models import QuestionKind
@@ -161,6 +162,13 @@ async def test_answer_via_cli_without_resume_command(tmp_path: Path) -> None:
         await wait_state(daemon, request.id, "delivered")
         (mailbox,) = [p.parent for p in request_files(workspace)]
         assert (mailbox / "response.txt").read_text() == "no"
+        # beside it, the signed receipt of who decided (0600 like the answer)
+        receipt = (mailbox / "response.receipt.jws").read_text().strip()
+        assert stat.S_IMODE((mailbox / "response.receipt.jws").stat().st_mode) == 0o600
+        keys = await daemon.service.notary.keys.jwks()
+        claims = verify_receipt(receipt, keys)
+        assert claims["sub"] == request.id and claims["state"] == "answered"
+        assert claims["via"] == "api"  # the CLI answers through the API
         # The user resumes by hand: the engine takes the answer and finishes.
         code, out_text = await run_engine(workspace, "resume", "1.4")
         assert code == 0 and '"answers": ["no"]' in out_text

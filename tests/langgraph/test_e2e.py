@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from hitl_bridge_client import verify_receipt
 
 from adapters.langgraph.source import LangGraphSource
 from bridge.daemon import Daemon
@@ -94,6 +95,12 @@ async def test_plain_interrupt_roundtrip(tmp_path: Path, langgraph_server: LangG
         await answer(daemon, request["id"], value="Faster builds, fewer bugs")
         assert await resumed_with(engine, thread_id) == ["Faster builds, fewer bugs"]
         await wait_for(lambda: state_is(daemon, request["id"], "delivered"))
+        # the resume run keeps the signed receipt in its metadata, where LangGraph keeps it
+        runs = (await engine.http.get(f"/threads/{thread_id}/runs")).json()
+        [receipt] = [r["metadata"]["hitl_bridge_receipt"] for r in runs
+                     if (r.get("metadata") or {}).get("hitl_bridge_request_id") == request["id"]]
+        claims = verify_receipt(receipt, await daemon.service.notary.keys.jwks())
+        assert claims["sub"] == request["id"] and claims["values"] == {"answer": "Faster builds, fewer bugs"}
 
 
 async def test_interrupted_twice_becomes_two_requests(tmp_path: Path, langgraph_server: LangGraphServer,

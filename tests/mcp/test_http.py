@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from hitl_bridge_client import verify_receipt
 from mcp import MCPError
 
 from bridge.daemon import Daemon
@@ -90,7 +91,12 @@ async def test_open_bridge_on_loopback_needs_no_token_and_mcp_needs_the_intake(t
         request = await next_request(bridge)
         assert request["created_by"] is None and request["labels"]["mcp_client"] == "mcp"
         await answer(bridge, request["id"], {"value": "yes please"})
-        assert (await asking).structured_content["values"] == {"answer": "yes please"}  # type: ignore[index]
+        result = await asking
+        assert result.structured_content["values"] == {"answer": "yes please"}  # type: ignore[index]
+        async with httpx.AsyncClient(base_url=bridge.base_url) as web:
+            keys = (await web.get("/.well-known/jwks.json")).json()
+        claims = verify_receipt((result.meta or {})["hitl-bridge/receipt"], keys)  # the signed proof rides along
+        assert claims["sub"] == request["id"] and claims["values"] == {"answer": "yes please"}
     from bridge.errors import ConfigError
     with pytest.raises(ConfigError, match="add `- type: webhook`"):
         async with running_bridge(tmp_path, {"sources": [{"type": "mcp"}]}):

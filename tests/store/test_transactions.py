@@ -45,6 +45,20 @@ class Recorded:
     def forget(self, step: txn.Forget) -> None:
         self._note(step)
 
+    span = txn.ChainSpan(head=10, cut=2, first_kept=6)
+
+    def retire(self, step: txn.Retire) -> None:
+        self._note(step)
+
+    def chain_ends(self, step: txn.ChainEnds) -> txn.ChainSpan:
+        return self._note(step, self.span)
+
+    def hash_at(self, step: txn.HashAt) -> str | None:
+        return self._note(step, f"hash-{step.seq}" if step.seq != 7 else None)
+
+    def cut(self, step: txn.Cut) -> None:
+        self._note(step)
+
 
 class Awaited(Recorded):
     """The same steps, asynchronous (as PostgreSQL's)."""
@@ -100,8 +114,20 @@ def test_a_claim_that_no_longer_holds_changes_nothing() -> None:
 def test_pruning_forgets_what_it_found_and_counts_it() -> None:
     steps = Recorded(None)
     assert txn.drive(txn.prune(at(0), 10), steps) == 2
-    forget = steps.asked[-1]
+    retire, forget = steps.asked[1:3]
     assert isinstance(forget, txn.Forget) and list(forget.request_ids) == ["r_1", "r_2"]
+    assert isinstance(retire, txn.Retire) and list(retire.request_ids) == ["r_1", "r_2"]
+    assert steps.asked[-1] == txn.Cut(after=2, upto=5, digest="hash-5")  # up to the first event still kept
+
+
+def test_the_chain_is_cut_only_past_its_checkpoint_and_never_over_a_gap() -> None:
+    steps = Recorded(None)
+    for span, last in ((txn.ChainSpan(head=10, cut=2, first_kept=None), txn.Cut(2, 10, "hash-10")),  # all retired
+                       (txn.ChainSpan(head=10, cut=5, first_kept=6), txn.ChainEnds()),  # nothing to cut
+                       (txn.ChainSpan(head=10, cut=2, first_kept=8), txn.HashAt(7))):  # #7 is missing: no cut
+        steps.span = span
+        txn.drive(txn.cut_chain(), steps)
+        assert steps.asked[-1] == last
 
 
 async def test_asynchronous_steps_drive_the_same_transaction() -> None:

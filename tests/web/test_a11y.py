@@ -51,6 +51,7 @@ def pages(scene: Scene) -> dict[str, str]:
     shown["search with no result"] = "/inbox?q=no-such-thing"
     shown.update({f"request {name}": f"/inbox/r/{rid}" for name, rid in ids.items()})
     shown["not found"] = "/inbox/r/no-such-request"
+    shown["insights"] = "/inbox/insights"
     shown["email link, open"] = scene.link
     shown["email link, closed"] = scene.closed_link
     return shown

@@ -9,8 +9,9 @@ from typing import Protocol
 #: a closed request may be pruned (with what belongs to it) once its outcome needs nothing more:
 #: no outbox entry left waiting or dead (an undelivered outcome is kept)
 PRUNABLE_STATES = ("cancelled", "delivered", "expired", "failed")
-#: the tables whose rows belong to a request (pruned with it, before it)
-PARTS = ("events", "posts", "votes", "outbox")
+#: the tables whose rows belong to a request (pruned with it, before it); its events are retired
+#: from the hash chain instead (`bridge.store.chain`: content cleared, links kept until the cut)
+PARTS = ("posts", "votes", "outbox")
 
 
 class RetentionStore(Protocol):
@@ -18,4 +19,5 @@ class RetentionStore(Protocol):
     async def prune_closed(self, before: datetime, *, limit: int = 500) -> int:
         """Delete up to `limit` closed requests last changed before `before` whose outcome
         needs nothing more (PRUNABLE_STATES, no outbox entry pending or dead), with their
-        events, posts, votes and outbox entries, in one short transaction. Returns how many."""
+        posts, votes and outbox entries, in one short transaction; their events are retired
+        from the hash chain (`bridge.store.chain`). Returns how many."""

@@ -61,6 +61,8 @@ export declare class Client {
     redeliver(requestId: string): Promise<RequestView>;
     /** The request's audit trail. */
     events(requestId: string): Promise<Record<string, unknown>[]>;
+    /** The signed receipt of a closed request's outcome (check it with `verifyReceipt`). */
+    receipt(requestId: string): Promise<string>;
     /** Each source and what it cannot show right now. */
     sources(): Promise<Record<string, unknown>[]>;
 }

@@ -101,6 +101,10 @@ export class Client {
     async events(requestId) {
         return part(await this.endpoint.send({ method: "GET", path: path(requestId, "events") }), "events");
     }
+    /** The signed receipt of a closed request's outcome (check it with `verifyReceipt`). */
+    async receipt(requestId) {
+        return part(await this.endpoint.send({ method: "GET", path: path(requestId, "receipt") }), "receipt");
+    }
     /** Each source and what it cannot show right now. */
     async sources() {
         return part(await this.endpoint.send({ method: "GET", path: "/v1/sources" }), "sources");

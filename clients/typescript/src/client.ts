@@ -145,6 +145,11 @@ export class Client {
     return part(await this.endpoint.send({ method: "GET", path: path(requestId, "events") }), "events");
   }
 
+  /** The signed receipt of a closed request's outcome (check it with `verifyReceipt`). */
+  async receipt(requestId: string): Promise<string> {
+    return part(await this.endpoint.send({ method: "GET", path: path(requestId, "receipt") }), "receipt");
+  }
+
   /** Each source and what it cannot show right now. */
   async sources(): Promise<Record<string, unknown>[]> {
     return part(await this.endpoint.send({ method: "GET", path: "/v1/sources" }), "sources");

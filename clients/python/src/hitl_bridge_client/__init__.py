@@ -14,7 +14,8 @@ rest of the API (get, list, answer, cancel, events...). `ask` creates the reques
 (idempotent on `external_id`, generated when not given, so a retried POST never asks
 twice), then long-polls until the request closes, riding out a daemon restart.
 Secret answers are never shown by the API: ask for a secret with a `callback` instead,
-and check callbacks with `verify_callback`.
+and check callbacks with `verify_callback`. Every outcome written back carries a signed
+receipt: `verify_receipt(receipt, bridge_url_or_jwks)` proves who decided what.
 """
 
 from __future__ import annotations
@@ -50,13 +51,38 @@ from hitl_bridge_client.errors import (
     StillOpen,
     Unauthorized,
 )
+from hitl_bridge_client.receipts import BadReceipt, fetch_jwks, verify_receipt
 from hitl_bridge_client.signing import signature_headers, standard_secret, verify_callback
 
 __all__ = [
-    "Answer", "AsyncClient", "BridgeError", "BridgeRefused", "BridgeUnavailable", "Client", "Conflict",
-    "InvalidRequest", "NoAnswer", "NotABridge", "NotFound", "Rejected", "StillOpen", "Unauthorized", "approved", "ask",
-    "choice", "confirm", "outcome", "request_body", "require_approval", "signature_headers", "standard_secret",
-    "text", "verify_callback",
+    "Answer",
+    "AsyncClient",
+    "BadReceipt",
+    "BridgeError",
+    "BridgeRefused",
+    "BridgeUnavailable",
+    "Client",
+    "Conflict",
+    "InvalidRequest",
+    "NoAnswer",
+    "NotABridge",
+    "NotFound",
+    "Rejected",
+    "StillOpen",
+    "Unauthorized",
+    "approved",
+    "ask",
+    "choice",
+    "confirm",
+    "fetch_jwks",
+    "outcome",
+    "request_body",
+    "require_approval",
+    "signature_headers",
+    "standard_secret",
+    "text",
+    "verify_callback",
+    "verify_receipt",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])

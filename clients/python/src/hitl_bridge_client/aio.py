@@ -53,6 +53,9 @@ class AsyncClient:
     async def get(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
         return await self._run(calls.get(request_id, wait))
 
+    async def receipt(self, request_id: str) -> str:
+        return await self._run(calls.receipt(request_id))
+
     async def list(self, state: str | list[str] | None = None, *, source: str | None = None,
                    route: str | None = None, limit: int = 100, offset: int = 0) -> Views:
         return await self._run(calls.list_requests(state, source=source, route=route, limit=limit, offset=offset))

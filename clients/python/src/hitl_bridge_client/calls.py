@@ -149,6 +149,11 @@ def events(request_id: str) -> Flow[list[dict[str, Any]]]:
     return list(part(found, "events"))
 
 
+def receipt(request_id: str) -> Flow[str]:
+    found = yield Call("GET", request_path(request_id, "receipt"))
+    return str(part(found, "receipt"))
+
+
 def sources() -> Flow[list[dict[str, Any]]]:
     found = yield Call("GET", "/v1/sources")
     return list(part(found, "sources"))

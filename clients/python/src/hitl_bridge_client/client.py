@@ -64,6 +64,10 @@ class Client:
         """The request as the API shows it (with posts and outbox); `wait` long-polls."""
         return self._run(calls.get(request_id, wait))
 
+    def receipt(self, request_id: str) -> str:
+        """The signed receipt of a closed request's outcome (check it with `verify_receipt`)."""
+        return self._run(calls.receipt(request_id))
+
     def list(self, state: str | list[str] | None = None, *, source: str | None = None, route: str | None = None,
              limit: int = 100, offset: int = 0) -> Views:
         """Requests, newest first."""
