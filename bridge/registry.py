@@ -30,6 +30,8 @@ SOURCES: dict[str, str] = {
     "mastra": "adapters.mastra:build_source",
     "agentworld": "adapters.agentworld:build_source",
     "mcp": "adapters.mcp.source:build_source",
+    "github": "adapters.github:build_source",
+    "gitlab": "adapters.gitlab:build_source",
 }
 
 def channel_factories() -> dict[str, str]:
