@@ -284,7 +284,8 @@ class FakeGitHub:
         if request.method == "GET":
             return JSONResponse([
                 {"environment": {"id": eid, "name": env}, "wait_timer": 0,
-                 "current_user_can_approve": login is not None, "reviewers": [{"type": "User", "reviewer": {"login": "reviewer"}}]}
+                 "current_user_can_approve": login is not None,
+                 "reviewers": [{"type": "User", "reviewer": {"login": "reviewer"}}]}
                 for env, eid in run.reviewers.items()])
         body = await request.json()
         ids = body.get("environment_ids")
