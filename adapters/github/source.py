@@ -26,7 +26,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from adapters.deploys import Deploy, decision_of, deploy_request
+from adapters.deploys import Deploy, decision_of, deploy_request, open_requests
 from adapters.github.client import GitHubClient, GitHubUnavailable
 from adapters.github.settings import GitHubConfig
 from adapters.github.webhooks import (
@@ -39,10 +39,9 @@ from adapters.github.webhooks import (
     wait_ended,
 )
 from bridge.doctor import Finding, fail, ok
-from bridge.models import OPEN_STATES, Request
+from bridge.models import Request
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
-from bridge.store.query import RequestQuery
 
 log = logging.getLogger("hitl_bridge.github")
 
@@ -251,12 +250,7 @@ class GitHubSource:
         return self.sink
 
     async def _open(self) -> list[Request]:
-        if self.store is None:
-            return []
-        found: list[Request] = []
-        async for batch in self.store.pages(RequestQuery(states=tuple(OPEN_STATES), source=self.name)):
-            found.extend(batch)
-        return found
+        return await open_requests(self.store, self.name)
 
 
 def _web_root(api_url: str) -> str:
