@@ -21,7 +21,11 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "ANA_TOKEN": "ana-example-token-012345", "RELAY_TOKEN": "relay-example-token-0123",
        "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef",
        "HITL_BRIDGE_DATABASE_URL": "postgresql://hitl@db.example:5432/hitl",
-       "RELEASE_BOT_TOKEN": "release-bot-token-0123456789"}
+       "RELEASE_BOT_TOKEN": "release-bot-token-0123456789",
+       "GITHUB_APP_ID": "123456", "GITHUB_APP_PRIVATE_KEY": "-----BEGIN RSA PRIVATE KEY-----\nexample",
+       "GITHUB_WEBHOOK_SECRET": "github-webhook-secret-0123456789", "GITLAB_TOKEN": "glpat-example-0123456789",
+       "GITLAB_WEBHOOK_SECRET": "gitlab-webhook-secret-0123456789", "ANA_GITLAB_TOKEN": "glpat-ana-0123456789",
+       "BO_GITLAB_TOKEN": "glpat-bo-0123456789"}
 
 
 def test_there_are_examples() -> None:
