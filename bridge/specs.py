@@ -124,6 +124,8 @@ class IdentitySpec:
     normalize: Callable[[str], str] = _any_id
     #: for people: — how to write a handle of this platform
     person_hint: str | None = None
+    #: "module:function" building the source of the same name (`sources: - type: <name>`)
+    source_factory: str = ""
 
 
 def on_by_token(name: str, title: str, key: str = "bot_token") -> dict[str, Any]:

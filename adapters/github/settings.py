@@ -56,6 +56,6 @@ class GitHubConfig(BaseModel):
             if not self.repositories:
                 raise ValueError("mode: poll needs `repositories` (owner/name, ...)")
         for repo in self.repositories:
-            if not re.match(REPO_PATTERN, repo):
+            if not re.match(REPO_PATTERN, repo) or {".", ".."} & set(repo.split("/")):
                 raise ValueError(f"repositories: {repo[:100]!r} is not owner/name")
         return self

@@ -19,4 +19,5 @@ def normalize(ident: str) -> str:
     return ident
 
 
-SPEC = IdentitySpec(name="github", normalize=normalize, person_hint="github:<login>")
+SPEC = IdentitySpec(name="github", normalize=normalize, source_factory="adapters.github:build_source",
+                    person_hint="github:<login>")

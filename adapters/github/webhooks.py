@@ -73,7 +73,8 @@ def protection_rule(payload: dict[str, Any], api_url: str) -> ProtectionRule:
     parts, api = urlsplit(callback), urlsplit(api_url.rstrip("/"))
     path = parts.path.removeprefix(api.path)
     match = CALLBACK_PATH.match(path)
-    if (parts.scheme, parts.netloc) != (api.scheme, api.netloc) or not parts.path.startswith(api.path) or not match:
+    if ((parts.scheme, parts.netloc) != (api.scheme, api.netloc) or not parts.path.startswith(api.path)
+            or not match or {".", ".."} & set(match["repo"].split("/"))):
         raise UnreadableWebhook("deployment_callback_url is not a run's protection-rule URL on api_url")
     repo = str(_obj(payload, "repository").get("full_name") or match["repo"])
     if repo.lower() != match["repo"].lower():

@@ -44,7 +44,7 @@ class GitLabConfig(BaseModel):
     @classmethod
     def _projects(cls, projects: list[str]) -> list[str]:
         for project in projects:
-            if not re.match(PROJECT_PATTERN, project):
+            if not re.match(PROJECT_PATTERN, project) or {".", ".."} & set(project.split("/")):
                 raise ValueError(f"{project[:100]!r} is not a project path (group/project) or id")
         return projects
 

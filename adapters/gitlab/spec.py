@@ -19,4 +19,5 @@ def normalize(ident: str) -> str:
     return ident
 
 
-SPEC = IdentitySpec(name="gitlab", normalize=normalize, person_hint="gitlab:<username>")
+SPEC = IdentitySpec(name="gitlab", normalize=normalize, source_factory="adapters.gitlab:build_source",
+                    person_hint="gitlab:<username>")
