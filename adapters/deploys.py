@@ -14,10 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.models import OPEN_STATES, Answer, Request, RequestIn
+from bridge.models import Answer, RequestIn
 from bridge.ports import Outcome
-from bridge.store.base import Store
-from bridge.store.query import RequestQuery
 
 #: the one question of a deploy request
 QUESTION_ID = "deploy"
@@ -152,12 +150,3 @@ def decision_of(outcome: Outcome) -> Decision | None:
         comment += f": {answer.reason}"
     return Decision(approved, comment[:MAX_COMMENT])
 
-
-async def open_requests(store: Store | None, source: str) -> list[Request]:
-    """The open requests of `source` (to match a platform's "nobody waits any more")."""
-    if store is None:
-        return []
-    found: list[Request] = []
-    async for batch in store.pages(RequestQuery(states=tuple(OPEN_STATES), source=source)):
-        found.extend(batch)
-    return found

@@ -16,9 +16,7 @@ reviewer's review. A wait that disappears (cancelled, decided in GitHub) withdra
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +24,8 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from adapters.deploys import Deploy, decision_of, deploy_request, open_requests
+from adapters.deploy_source import DeploySource
+from adapters.deploys import Deploy, decision_of, deploy_request
 from adapters.github.client import GitHubClient, GitHubUnavailable
 from adapters.github.settings import GitHubConfig
 from adapters.github.webhooks import (
@@ -43,24 +42,21 @@ from bridge.models import Request
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
 
-log = logging.getLogger("hitl_bridge.github")
-
 
 def external_id(repo: str, run_id: int, environment: str) -> str:
     return f"github:{repo.lower()}:{run_id}:{environment}"
 
 
-class GitHubSource:
+class GitHubSource(DeploySource):
     """Source port for GitHub Actions deployment approvals."""
 
+    platform = "GitHub"
+    signature = "X-Hub-Signature-256"
+
     def __init__(self, config: GitHubConfig, store: Store | None = None) -> None:
+        super().__init__(config.name, store)
         self.config = config
-        self.name = config.name
-        self.store = store
         self.client = GitHubClient(config)
-        self.sink: RequestSink | None = None
-        self.refused = 0  # webhooks refused for their signature
-        self.errors: dict[str, str] = {}  # where → why the last read failed (cleared on success)
 
     # -- the port ---------------------------------------------------------------------
     def http_routes(self, sink: RequestSink) -> Sequence[BaseRoute]:
@@ -71,11 +67,8 @@ class GitHubSource:
 
     async def run(self, sink: RequestSink) -> None:
         self.sink = sink
-        if self.config.mode != "poll":
-            return
-        while True:
-            await self.poll_once(sink)
-            await asyncio.sleep(self.config.poll_every.total_seconds())
+        if self.config.mode == "poll":
+            await self.poll_forever(sink, self.config.poll_every)
 
     async def deliver(self, outcome: Outcome) -> None:
         """Approve or reject in GitHub; a withdrawn or cancelled request sends nothing."""
@@ -99,13 +92,6 @@ class GitHubSource:
             permanent = exc.status is not None and 400 <= exc.status < 500 and exc.status not in (403, 429)
             raise DeliveryError(str(exc), permanent=permanent) from None
 
-    @property
-    def problems(self) -> dict[str, str]:
-        found = dict(self.errors)
-        if self.refused:
-            found["webhook"] = f"{self.refused} webhook(s) refused: bad or missing X-Hub-Signature-256"
-        return found
-
     async def doctor(self) -> list[Finding]:
         """`hitl-bridge doctor`: do the credentials work against `api_url`?"""
         check = f"source {self.name}"
@@ -127,12 +113,7 @@ class GitHubSource:
             check_signature(self.config.webhook_secret.get_secret_value(), body,
                             request.headers.get("x-hub-signature-256"))
         except ForgedWebhook as exc:
-            self.refused += 1
-            if self.sink is not None:
-                self.sink.health.degraded(f"source:{self.name}", f"{self.refused} webhook(s) refused: {exc}",
-                                          "check the webhook secret of the GitHub App and of this source")
-            log.warning("github source %s: webhook refused: %s", self.name, exc)
-            return JSONResponse({"detail": f"refused: {exc}"}, status_code=401)
+            return self.refuse(str(exc))
         event = request.headers.get("x-github-event", "")
         try:
             payload = json.loads(body)
@@ -242,15 +223,6 @@ class GitHubSource:
         ref = {"repo": repo, "run_id": run_id, "environment": name, "environment_id": int(env["id"])}
         await self._sink().submit(deploy_request(deploy), source=self.name, source_ref=ref)
         return deploy.external_id
-
-    # -- helpers ----------------------------------------------------------------------
-    def _sink(self) -> RequestSink:
-        if self.sink is None:
-            raise DeliveryError("the GitHub source has no sink yet")
-        return self.sink
-
-    async def _open(self) -> list[Request]:
-        return await open_requests(self.store, self.name)
 
 
 def _web_root(api_url: str) -> str:

@@ -45,7 +45,7 @@ class ProtectionRule:
     environment: str
     ref: str
     sha: str
-    installation_id: int | None
+    installation_id: int
     deployment_id: int | None
     creator: str | None  # the deployment's creator, else the webhook's sender
 
@@ -80,12 +80,15 @@ def protection_rule(payload: dict[str, Any], api_url: str) -> ProtectionRule:
     if repo.lower() != match["repo"].lower():
         raise UnreadableWebhook("deployment_callback_url names another repository than the webhook")
     deployment = _obj(payload, "deployment")
+    installation_id = _int(_obj(payload, "installation").get("id"))
+    if installation_id is None:
+        raise UnreadableWebhook("installation.id: the App installation is required (it buys the token)")
     creator = _obj(deployment, "creator").get("login") or _obj(payload, "sender").get("login")
     return ProtectionRule(
         repo=match["repo"], run_id=int(match["run"]), environment=_str(payload, "environment"),
         ref=str(payload.get("ref") or deployment.get("ref") or "")[:250],
         sha=_str(payload, "sha") if payload.get("sha") else _str(deployment, "sha"),
-        installation_id=_int(_obj(payload, "installation").get("id")),
+        installation_id=installation_id,
         deployment_id=_int(deployment.get("id")),
         creator=str(creator)[:100] if creator else None,
     )

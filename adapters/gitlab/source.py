@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,15 +26,13 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from adapters.deploys import Decision, Deploy, decision_of, deploy_request, open_requests
+from adapters.deploy_source import DeploySource
+from adapters.deploys import Decision, Deploy, decision_of, deploy_request
 from adapters.gitlab.client import GitLabClient, GitLabUnavailable
 from adapters.gitlab.settings import GitLabConfig
 from bridge.doctor import Finding, fail, ok
-from bridge.models import Request
 from bridge.ports import DeliveryError, Outcome, RequestSink
 from bridge.store.base import Store
-
-log = logging.getLogger("hitl_bridge.gitlab")
 
 
 def external_id(project: str, deployment_id: int) -> str:
@@ -50,17 +47,16 @@ def approvals_required(deployment: dict[str, Any]) -> int:
     return max(counted, 1)
 
 
-class GitLabSource:
+class GitLabSource(DeploySource):
     """Source port for GitLab deployment approvals."""
 
+    platform = "GitLab"
+    signature = "X-Gitlab-Token"
+
     def __init__(self, config: GitLabConfig, store: Store | None = None) -> None:
+        super().__init__(config.name, store)
         self.config = config
-        self.name = config.name
-        self.store = store
         self.client = GitLabClient(config)
-        self.sink: RequestSink | None = None
-        self.refused = 0
-        self.errors: dict[str, str] = {}
         self._looking = asyncio.Lock()
 
     # -- the port ---------------------------------------------------------------------
@@ -71,10 +67,7 @@ class GitLabSource:
         return [Route(f"/v1/sources/{self.name}/webhook", self._webhook, methods=["POST"])]
 
     async def run(self, sink: RequestSink) -> None:
-        self.sink = sink
-        while True:
-            await self.poll_once(sink)
-            await asyncio.sleep(self.config.poll_every.total_seconds())
+        await self.poll_forever(sink, self.config.poll_every)
 
     async def deliver(self, outcome: Outcome) -> None:
         decision = decision_of(outcome)
@@ -142,13 +135,6 @@ class GitLabSource:
                 names.append(voter.removeprefix("gitlab:"))
             keys.append(next((n for n in names if n in self.config.approver_tokens), names[0]))
         return keys
-
-    @property
-    def problems(self) -> dict[str, str]:
-        found = dict(self.errors)
-        if self.refused:
-            found["webhook"] = f"{self.refused} webhook(s) refused: wrong or missing X-Gitlab-Token"
-        return found
 
     async def doctor(self) -> list[Finding]:
         """`hitl-bridge doctor`: do the bridge's token and every approver's token work?"""
@@ -227,12 +213,7 @@ class GitLabSource:
         assert self.config.webhook_secret is not None
         given = request.headers.get("x-gitlab-token", "")
         if not hmac.compare_digest(given.encode(), self.config.webhook_secret.get_secret_value().encode()):
-            self.refused += 1
-            if self.sink is not None:
-                self.sink.health.degraded(f"source:{self.name}", f"{self.refused} webhook(s) refused",
-                                          "check the secret token of the GitLab webhook and of this source")
-            log.warning("gitlab source %s: webhook refused: wrong or missing X-Gitlab-Token", self.name)
-            return JSONResponse({"detail": "refused: wrong or missing X-Gitlab-Token"}, status_code=401)
+            return self.refuse("wrong or missing X-Gitlab-Token")
         try:
             payload = json.loads(await request.body())
         except (ValueError, RecursionError):
@@ -245,12 +226,3 @@ class GitLabSource:
             return JSONResponse({"detail": "not a watched project: nothing to do"}, status_code=202)
         await self.poll_once(self._sink(), watched)
         return JSONResponse({"looked": watched}, status_code=202)
-
-    # -- helpers ----------------------------------------------------------------------
-    def _sink(self) -> RequestSink:
-        if self.sink is None:
-            raise DeliveryError("the GitLab source has no sink yet")
-        return self.sink
-
-    async def _open(self) -> list[Request]:
-        return await open_requests(self.store, self.name)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from adapters.github.settings import GitHubConfig
 from adapters.github.source import GitHubSource
@@ -136,6 +137,13 @@ async def test_hostile_signed_webhooks_get_clear_errors(tmp_path: Path, slack: F
         assert r.status_code == 400
         r = await send(b, "ping", {"zen": "Keep it logically awesome."})
         assert r.status_code == 202 and "nothing to do" in r.text
+        huge = github.protection_rule_payload(run, "production") | {"padding": "x" * 2_000_000}
+        r = await send(b, "deployment_protection_rule", huge)
+        assert r.status_code == 413
+        no_install = github.protection_rule_payload(run, "production")
+        del no_install["installation"]
+        r = await send(b, "deployment_protection_rule", no_install)
+        assert r.status_code == 422 and "installation" in r.text
 
 
 async def test_a_run_cancelled_in_github_withdraws_the_request(
@@ -153,7 +161,7 @@ async def test_a_run_cancelled_in_github_withdraws_the_request(
 
 
 async def test_rate_limited_callback_is_retried_after_retry_after(
-        tmp_path: Path, slack: FakeSlack, github: FakeGitHub) -> None:
+        tmp_path: Path, slack: FakeSlack, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
     run = a_run(github)
     async with deploy_bridge(tmp_path, slack, app_source(github, compare=False)) as b:
         request = await requested(b, github, run)
@@ -163,6 +171,9 @@ async def test_rate_limited_callback_is_retried_after_retry_after(
         assert any(c.path.endswith("/deployment_protection_rule") for c in github.server.calls)
         limited = [c for c in github.server.calls if c.path.endswith("/deployment_protection_rule")]
         assert len(limited) == 2  # the 429, then the call after Retry-After
+        token = github.reviews[0].token
+        for secret in (token, WEBHOOK_SECRET, github.private_key.splitlines()[1]):
+            assert secret not in caplog.text  # nothing secret in the logs, even on a retry
 
 
 async def test_polling_mode_reviews_pending_deployments(tmp_path: Path, slack: FakeSlack, github: FakeGitHub) -> None:

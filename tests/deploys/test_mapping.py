@@ -103,7 +103,7 @@ def test_protection_rule_is_read_strictly() -> None:
          "repository": {"full_name": "../api"}},
         {"repository": {"full_name": "other/repo"}},
         {"environment": ""}, {"environment": ["production"]}, {"environment": "x" * 501},
-        {"sha": None, "deployment": {}}, {"deployment_callback_url": 42},
+        {"sha": None, "deployment": {}}, {"deployment_callback_url": 42}, {"installation": {"id": "9"}},
     ]
     for change in hostile:
         with pytest.raises(UnreadableWebhook):
