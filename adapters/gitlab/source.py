@@ -47,6 +47,13 @@ def approvals_required(deployment: dict[str, Any]) -> int:
     return max(counted, 1)
 
 
+def _decided_by(deployment: dict[str, Any], request_id: str) -> bool:
+    """The deployment carries an approval or rejection this request gave (its id is in the comment)."""
+    approvals = deployment.get("approvals")
+    return any(isinstance(a, dict) and request_id in str(a.get("comment") or "")
+               for a in approvals if isinstance(approvals, list)) if isinstance(approvals, list) else False
+
+
 class GitLabSource(DeploySource):
     """Source port for GitLab deployment approvals."""
 
@@ -81,6 +88,8 @@ class GitLabSource(DeploySource):
         try:
             current = await self.client.deployment(project, deployment_id)
             if current is None or current.get("status") != "blocked":
+                if current is not None and _decided_by(current, outcome.request.id):
+                    return  # an earlier attempt landed; only its reply was lost
                 state = (current or {}).get("status", "gone")
                 raise DeliveryError(f"the deployment is no longer blocked in GitLab ({state})", permanent=True)
             await self._decide(outcome, project, deployment_id, decision)

@@ -165,3 +165,43 @@ async def test_one_token_cannot_meet_two_approvals_and_says_so(tmp_path: Path, s
 async def _failed(b: SlackBridge, rid: str) -> Request | None:
     request = await b.stored(rid)
     return request if request.state == "failed" else None
+
+
+async def test_doctor_checks_every_token_and_names_none(tmp_path: Path) -> None:
+    from adapters.gitlab.settings import GitLabConfig
+    from adapters.gitlab.source import GitLabSource
+
+    gl = await fake_gitlab()
+    try:
+        good = gl.token_for("bo")
+        section = {k: v for k, v in gitlab_source(gl).items() if k != "type"}
+        source = GitLabSource(GitLabConfig.model_validate(
+            {**section, "approver_tokens": {"bo": good, "cy": "glpat-revoked-0123"}}))
+        lines = [f.line() for f in await source.doctor()]
+        assert "answers as hitl-bot" in lines[0] and "answers as bo" in lines[1]
+        assert "401" in lines[2] and "approver_tokens.cy" in lines[2]
+        assert not any(t in line for line in lines for t in (gl.bot_token, good, "glpat-revoked-0123"))
+    finally:
+        await gl.server.stop()
+
+
+async def test_a_retry_after_a_lost_reply_is_not_a_failure(tmp_path: Path, slack: FakeSlack) -> None:
+    gl = await fake_gitlab()
+    try:
+        deployment = gl.add(Deployment(17, PROJECT, "production", SHA, user="ana"))
+        async with deploy_bridge(tmp_path, slack, gitlab_source(gl, compare=False)) as b:
+            await hook(b)
+            request = await the_request(b, 17)
+            # an earlier attempt's approval landed in GitLab, but its reply was lost
+            deployment.approvals.append({"user": {"username": "hitl-bot"}, "status": "approved",
+                                         "comment": f"Approved by bo via slack (hitl-bridge {request.id})"})
+            deployment.status = "created"
+            await b.person.as_user("U0BOB").click(await b.message_of(request.id), "hitl:approve")
+            await wait_for(lambda: _delivered(b, request.id), 15)
+            assert len(deployment.approvals) == 1  # not approved twice, and not marked failed
+    finally:
+        await gl.server.stop()
+
+
+async def _delivered(b: SlackBridge, rid: str) -> bool:
+    return (await b.stored(rid)).state == "delivered"
