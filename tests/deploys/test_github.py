@@ -117,6 +117,10 @@ async def test_forged_webhooks_are_refused_and_counted(tmp_path: Path, slack: Fa
         assert await b.daemon.store.find_by_external_id("github", "github:acme/payments-api:101:production") is None
         source = b.daemon.service.sources["github"]
         assert "4 webhook(s) refused" in source.problems["webhook"]  # type: ignore[attr-defined]
+        metrics = (await b.http.get(f"{b.daemon.base_url}/metrics")).text
+        assert 'hitl_source_problems{source="github"} 1.0' in metrics
+        ready = (await b.http.get(f"{b.daemon.base_url}/readyz")).text
+        assert "4 webhook(s) refused" in ready and WEBHOOK_SECRET not in ready
         assert not github.reviews
 
 
