@@ -164,12 +164,13 @@ async def test_a_run_cancelled_in_github_withdraws_the_request(
         assert closed.state == "cancelled" and not github.reviews
 
 
+@pytest.mark.parametrize("primary", [False, True], ids=["retry-after", "x-ratelimit-reset"])
 async def test_rate_limited_callback_is_retried_after_retry_after(
-        tmp_path: Path, slack: FakeSlack, github: FakeGitHub, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, slack: FakeSlack, github: FakeGitHub, caplog: pytest.LogCaptureFixture, primary: bool) -> None:
     run = a_run(github)
     async with deploy_bridge(tmp_path, slack, app_source(github, compare=False)) as b:
         request = await requested(b, github, run)
-        github.rate_limit(1, retry_after=1)
+        github.rate_limit(1, retry_after=1, primary=primary)
         await b.person.as_user("U0BOB").click(await b.message_of(request.id), "hitl:approve")
         await wait_for(lambda: github.reviews, 10)
         assert any(c.path.endswith("/deployment_protection_rule") for c in github.server.calls)
@@ -220,3 +221,16 @@ async def test_doctor_checks_the_app_credentials(github: FakeGitHub) -> None:
     bad = GitHubSource(GitHubConfig.model_validate({**section, "private_key": other.private_key}))
     (finding,) = await bad.doctor()
     assert "401" in finding.line() and other.private_key not in finding.line()
+
+
+async def test_a_long_rate_limit_goes_back_to_the_outbox(tmp_path: Path, slack: FakeSlack, github: FakeGitHub) -> None:
+    run = a_run(github)
+    async with deploy_bridge(tmp_path, slack, app_source(github, compare=False)) as b:
+        request = await requested(b, github, run)
+        github.rate_limit(1, retry_after=3600)  # past max_wait: not waited for inside the call
+        await b.person.as_user("U0BOB").click(await b.message_of(request.id), "hitl:approve")
+        await wait_for(lambda: github.reviews, 10)  # the outbox's next attempt
+        (retry,) = [e for e in await b.daemon.store.list_events(request.id) if e.kind == "delivery_retry"]
+        assert "rate limit" in str(retry.data)
+        limited = [c for c in github.server.calls if c.path.endswith("/deployment_protection_rule")]
+        assert len(limited) == 2

@@ -90,6 +90,7 @@ class FakeGitHub:
         self.reviews: list[Review] = []
         self.limited = 0
         self.retry_after = 1
+        self.primary = False
         app = Starlette(routes=[
             Route("/app", self._app),
             Route("/app/installations/{iid:int}/access_tokens", self._access_token, methods=["POST"]),
@@ -140,8 +141,10 @@ class FakeGitHub:
                 for i, (a, m) in enumerate(commits or [])]
         return run
 
-    def rate_limit(self, calls: int, retry_after: int = 1) -> None:
-        self.limited, self.retry_after = calls, retry_after
+    def rate_limit(self, calls: int, retry_after: int = 1, *, primary: bool = False) -> None:
+        """Refuse the next `calls`: a secondary limit (429 + Retry-After), or the primary one
+        (403, `X-RateLimit-Remaining: 0` and `X-RateLimit-Reset`, no Retry-After)."""
+        self.limited, self.retry_after, self.primary = calls, retry_after, primary
 
     def protection_rule_payload(self, run: Run, environment: str, *, callback_url: str | None = None,
                                 deployment_id: int = 5150) -> dict[str, Any]:
@@ -191,6 +194,10 @@ class FakeGitHub:
     def _limit(self) -> Response | None:
         if self.limited > 0:
             self.limited -= 1
+            if self.primary:
+                return JSONResponse({"message": "API rate limit exceeded for installation ID 77."}, status_code=403,
+                                    headers={"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0",
+                                             "X-RateLimit-Reset": str(int(time.time()) + self.retry_after)})
             return JSONResponse({"message": "You have exceeded a secondary rate limit."}, status_code=429,
                                 headers={"Retry-After": str(self.retry_after), "X-RateLimit-Remaining": "0",
                                          "X-RateLimit-Reset": str(int(time.time()) + self.retry_after)})
