@@ -234,3 +234,17 @@ async def test_a_long_rate_limit_goes_back_to_the_outbox(tmp_path: Path, slack: 
         assert "rate limit" in str(retry.data)
         limited = [c for c in github.server.calls if c.path.endswith("/deployment_protection_rule")]
         assert len(limited) == 2
+
+
+async def test_a_deployment_that_started_without_us_withdraws_the_request(
+        tmp_path: Path, slack: FakeSlack, github: FakeGitHub) -> None:
+    run = a_run(github)
+    async with deploy_bridge(tmp_path, slack, app_source(github, compare=False)) as b:
+        request = await requested(b, github, run)
+        other_env = {"action": "created", "repository": {"full_name": REPO}, "workflow_run": {"id": run.id},
+                     "deployment": {"environment": "staging"}, "deployment_status": {"state": "in_progress"}}
+        assert (await send(b, "deployment_status", other_env)).json()["withdrawn"] == []
+        bypassed = {**other_env, "deployment": {"environment": "production"}}  # an admin bypassed the rule
+        assert (await send(b, "deployment_status", bypassed)).json()["withdrawn"] == [request.id]
+        closed = await b.closed(request.id)
+        assert closed.state == "cancelled" and not github.reviews
