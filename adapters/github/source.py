@@ -90,7 +90,11 @@ class GitHubSource(DeploySource):
         except GitHubUnavailable as exc:
             # 4xx but a rate limit: the run no longer waits, or the credentials cannot decide it
             permanent = exc.status is not None and 400 <= exc.status < 500 and exc.status not in (403, 429)
-            raise DeliveryError(str(exc), permanent=permanent) from None
+            why = str(exc)
+            if exc.status == 422:
+                why += ("; the run no longer waits for this decision (decided, bypassed or cancelled in GitHub, "
+                        "or an earlier attempt landed without its reply)")
+            raise DeliveryError(why, permanent=permanent) from None
 
     async def doctor(self) -> list[Finding]:
         """`hitl-bridge doctor`: do the credentials work against `api_url`?"""

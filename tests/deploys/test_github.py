@@ -248,3 +248,19 @@ async def test_a_deployment_that_started_without_us_withdraws_the_request(
         assert (await send(b, "deployment_status", bypassed)).json()["withdrawn"] == [request.id]
         closed = await b.closed(request.id)
         assert closed.state == "cancelled" and not github.reviews
+
+
+async def test_a_decision_for_a_run_that_no_longer_waits_fails_with_the_reason(
+        tmp_path: Path, slack: FakeSlack, github: FakeGitHub) -> None:
+    run = a_run(github)
+    async with deploy_bridge(tmp_path, slack, app_source(github, compare=False)) as b:
+        request = await requested(b, github, run)
+        run.gates.clear()  # decided in GitHub, and its webhook never came
+        await b.person.as_user("U0BOB").click(await b.message_of(request.id), "hitl:approve")
+
+        async def failed() -> Request | None:
+            stored = await b.stored(request.id)
+            return stored if stored.state == "failed" else None
+        stored = await wait_for(failed, 10)
+        assert "HTTP 422" in (stored.error or "") and "no longer waits" in (stored.error or "")
+        assert not github.reviews
