@@ -30,7 +30,7 @@ from typing import Any
 
 from bridge.models import Responder
 from bridge.oncall import Rota, on_call_in_calendar, on_call_in_rotation
-from bridge.specs import HandleError, channel_spec, channel_specs
+from bridge.specs import HandleError, channel_spec, channel_specs, handle_spec, identity_specs
 
 #: platforms of the core's own (a handle is `<platform>:<id>`): named API tokens
 CORE_PLATFORMS = ("api",)
@@ -40,8 +40,9 @@ LOCAL = "local"
 
 
 def handle_platforms() -> tuple[str, ...]:
-    """Platforms whose ids an adapter verifies: every channel's (bridge.specs), then the core's."""
-    return (*(s.name for s in channel_specs()), *CORE_PLATFORMS)
+    """Platforms whose ids an adapter verifies: every channel's (bridge.specs), the sources'
+    that verify people (bridge.specs.IdentitySpec), then the core's."""
+    return (*(s.name for s in channel_specs()), *(s.name for s in identity_specs()), *CORE_PLATFORMS)
 
 
 class PeopleError(ValueError):
@@ -58,7 +59,7 @@ def normalize_handle(text: str) -> str:
     if not sep or not ident or platform not in platforms:
         raise PeopleError(f"{text[:80]!r} is not a handle: use one of "
                           + ", ".join(f"{p}:…" for p in platforms))
-    spec = channel_spec(platform)
+    spec = handle_spec(platform)
     if spec is not None:
         try:
             ident = spec.normalize(ident)

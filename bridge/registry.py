@@ -19,7 +19,7 @@ from bridge.config import Settings
 from bridge.errors import ConfigError
 from bridge.logs import quiet_libraries
 from bridge.ports import Channel, Clock, Source
-from bridge.specs import channel_specs
+from bridge.specs import channel_specs, identity_specs
 from bridge.store.base import Store
 
 SOURCES: dict[str, str] = {
@@ -31,6 +31,13 @@ SOURCES: dict[str, str] = {
     "agentworld": "adapters.agentworld:build_source",
     "mcp": "adapters.mcp.source:build_source",
 }
+
+
+def source_factories() -> dict[str, str]:
+    """Source type -> factory: the engines above, and the sources that declare themselves in
+    a spec (bridge.specs.IdentitySpec: a platform whose people they verify)."""
+    return {**SOURCES, **{spec.name: spec.source_factory for spec in identity_specs() if spec.source_factory}}
+
 
 def channel_factories() -> dict[str, str]:
     """Channel name -> factory, from each channel adapter's spec (bridge.specs)."""
@@ -107,7 +114,7 @@ def build_sources(
         key = f"sources[{i}]"
         kind = section["type"]
         try:
-            factory = _factory(SOURCES, kind, settings.origin, f"{key}.type")
+            factory = _factory(source_factories(), kind, settings.origin, f"{key}.type")
         except ConfigError:
             if kind in optional:
                 continue

@@ -113,6 +113,21 @@ class ChannelSpec:
         return isinstance(section, Mapping) and self.enabled(section)
 
 
+@dataclass(frozen=True)
+class IdentitySpec:
+    """A platform whose people a source verifies but never notifies (who triggered a deploy
+    in a CI system): its handles (`<name>:<id>`) may be listed in `people:` and named in a
+    request's `requested_by`, so four-eyes and quorum know them; it is no channel."""
+
+    name: str
+    #: the id of a handle in its one spelling; raises HandleError for an id that is not one
+    normalize: Callable[[str], str] = _any_id
+    #: for people: — how to write a handle of this platform
+    person_hint: str | None = None
+    #: "module:function" building the source of the same name (`sources: - type: <name>`)
+    source_factory: str = ""
+
+
 def on_by_token(name: str, title: str, key: str = "bot_token") -> dict[str, Any]:
     """`enabled`, `off_reason` and `off_fix` of a channel switched on by a token in its section
     (an unset `${…_BOT_TOKEN:-}` leaves it off)."""
@@ -151,16 +166,32 @@ def _load(name: str, path: Path) -> ModuleType:
     return module
 
 
+def _all_specs() -> tuple[ChannelSpec | IdentitySpec, ...]:
+    specs: list[ChannelSpec | IdentitySpec] = []
+    for name, path in _spec_files():
+        spec = getattr(_load(name, path), "SPEC", None)
+        if not isinstance(spec, ChannelSpec | IdentitySpec):
+            raise TypeError(f"{name}.SPEC is not a ChannelSpec")
+        specs.append(spec)
+    return tuple(specs)
+
+
 @functools.cache
 def channel_specs() -> tuple[ChannelSpec, ...]:
     """Every channel adapter's spec, in `order`."""
-    specs = []
-    for name, path in _spec_files():
-        spec = getattr(_load(name, path), "SPEC", None)
-        if not isinstance(spec, ChannelSpec):
-            raise TypeError(f"{name}.SPEC is not a ChannelSpec")
-        specs.append(spec)
+    specs = [s for s in _all_specs() if isinstance(s, ChannelSpec)]
     return tuple(sorted(specs, key=lambda s: (s.order, s.name)))
+
+
+@functools.cache
+def identity_specs() -> tuple[IdentitySpec, ...]:
+    """Every source adapter that verifies people without being a channel (bridge.people)."""
+    return tuple(sorted((s for s in _all_specs() if isinstance(s, IdentitySpec)), key=lambda s: s.name))
+
+
+def handle_spec(name: str) -> ChannelSpec | IdentitySpec | None:
+    """The spec that says how handles of platform `name` are spelled (a channel's, or a source's)."""
+    return channel_spec(name) or next((s for s in identity_specs() if s.name == name), None)
 
 
 def default_targets() -> list[str]:

@@ -23,7 +23,11 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "HITL_BRIDGE_DATABASE_URL": "postgresql://hitl@db.example:5432/hitl",
        "RELEASE_BOT_TOKEN": "release-bot-token-0123456789",
        "ANA_INBOX_TOKEN": "ana-inbox-token-0123456789", "BO_INBOX_TOKEN": "bo-inbox-token-0123456789",
-       "BRIDGE_AUDIT_TOKEN": "audit-example-token-012345"}
+       "BRIDGE_AUDIT_TOKEN": "audit-example-token-012345",
+       "GITHUB_APP_ID": "123456", "GITHUB_APP_PRIVATE_KEY": "-----BEGIN RSA PRIVATE KEY-----\nexample",
+       "GITHUB_WEBHOOK_SECRET": "github-webhook-secret-0123456789", "GITLAB_TOKEN": "glpat-example-0123456789",
+       "GITLAB_WEBHOOK_SECRET": "gitlab-webhook-secret-0123456789", "ANA_GITLAB_TOKEN": "glpat-ana-0123456789",
+       "BO_GITLAB_TOKEN": "glpat-bo-0123456789"}
 
 
 def test_there_are_examples() -> None:

@@ -90,6 +90,6 @@ def test_the_config_reference_knows_every_adapter() -> None:
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
     assert set(generator.CHANNEL_MODELS) == set(registry.CHANNELS)
-    assert set(generator.SOURCE_MODELS) == set(registry.SOURCES)
+    assert set(generator.SOURCE_MODELS) == set(registry.source_factories())
     for target in [*generator.CHANNEL_MODELS.values(), *generator.SOURCE_MODELS.values()]:
         assert generator.load(target).model_fields, target
