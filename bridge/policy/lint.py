@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 
 from bridge.policy.claude import parse_rule
-from bridge.policy.ruleset import GLOB_CHARS, CompiledRule
 from bridge.policy.rules import MAX_RULES, Effect, PolicyRule
+from bridge.policy.ruleset import GLOB_CHARS, CompiledRule
 
 STRENGTH = {Effect.deny: 2, Effect.allow: 1, Effect.ask: 0}
 MCP_INTAKE = ("requests asked through /mcp are taken in by the HTTP intake: match them by its source "

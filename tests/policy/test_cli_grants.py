@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.cli.helpers import cli, clean_env
+from tests.cli.helpers import clean_env, cli
 from tests.harness import running_bridge
 from tests.policy.test_grants import AGENT, OPS, call, config, create
 
