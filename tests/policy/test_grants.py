@@ -6,6 +6,7 @@ PostgreSQL); a quorum route never lets a grant decide."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,9 @@ async def create(http: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any
 
 
 async def approve_with(http: httpx.AsyncClient, request_id: str, grant: Any) -> httpx.Response:
-    return await http.post(f"/v1/requests/{request_id}/answer", headers=HEADERS,
-                           json={"values": {"approve": "yes"}, "grant": grant})
+    body = json.dumps({"values": {"approve": "yes"}, "grant": grant})  # ASCII: a lone surrogate as JSON "\ud800"
+    return await http.post(f"/v1/requests/{request_id}/answer", content=body,
+                           headers={**HEADERS, "Content-Type": "application/json"})
 
 
 async def test_a_grant_allows_what_it_covers_and_nothing_else(tmp_path: Path, fake: FakeSlack) -> None:
@@ -101,6 +103,9 @@ async def test_widening_and_unoffered_grants_are_refused_and_the_answer_with_the
             ("span:abc", "not a standing-approval choice"),
             ({"scope": "forever"}, "scope"),
             ({"scope": "always", "pattern": "x" * 1001}, "1000"),
+            ({"scope": "always", "pattern": "Bash(git push origin\u0000:*)"}, "control characters"),
+            ({"scope": "always", "pattern": "Bash(git push origin\ud800:*)"}, "unicode string"),
+            ({"scope": "always", "pattern": "Bash(git push origin main)", "extra": 1}, "extra"),
         ]
         for grant, words in cases:
             refused = await approve_with(http, asked["id"], grant)
