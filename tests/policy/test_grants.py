@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bridge.policy.rules import PolicyRule
 from tests.fakes.slack_api import FakeSlack
 from tests.harness import ManualClock, running_bridge, wait_for
 from tests.slack.conftest import CHANNEL, slack_section
@@ -162,6 +163,10 @@ async def test_a_quorum_route_ignores_grants_and_grants_off_offers_none(tmp_path
         bridge.apply(bridge.settings.model_copy(update={"routes": [
             bridge.settings.routes[0].model_copy(update=quorum)]}))
         assert (await create(http, call("deploy")))["state"] == "pending"
+        explicit = PolicyRule(name="deploys-by-grant", rule="Bash(deploy:*)", grants=True)
+        bridge.apply(bridge.settings.model_copy(update={"policies": [explicit]}))
+        assert (await create(http, call("deploy")))["state"] == "answered"  # a rule says so explicitly
+        bridge.apply(bridge.settings.model_copy(update={"policies": []}))
         bridge.apply(bridge.settings.model_copy(update={"routes": [
             bridge.settings.routes[0].model_copy(update={"quorum": 1, "grants": False})]}))
         assert (await create(http, call("deploy")))["state"] == "pending"

@@ -80,3 +80,24 @@ def test_claude_code_syntax() -> None:
 
 def test_an_unmatched_rule_is_asked_by_default() -> None:
     assert PolicyRule.model_validate({"name": "x", "rule": "Bash"}).effect is Effect.ask
+
+
+def test_what_lets_a_standing_approval_decide() -> None:
+    from bridge.config_routes import Route
+    from bridge.policy.verdict import grants_may_decide
+
+    ruleset = rules({"name": "writes", "rule": "Edit", "effect": "ask", "grants": False},
+                    {"name": "deploys", "tool": "deploy_*", "effect": "ask", "grants": True})
+    plain, quorum = Route(name="agents"), Route(name="agents", quorum=2)
+    edit, deploy, bash = request(tool="Edit"), request(tool="deploy_api"), request()
+    assert not grants_may_decide(edit, plain, ruleset.evaluate(edit))  # the rule says never
+    assert grants_may_decide(bash, plain, ruleset.evaluate(bash))
+    assert not grants_may_decide(bash, quorum, ruleset.evaluate(bash))
+    assert not grants_may_decide(bash, Route(name="agents", forbid_self_approval=True), ruleset.evaluate(bash))
+    assert not grants_may_decide(bash, Route(name="agents", grants=False), ruleset.evaluate(bash))
+    assert grants_may_decide(deploy, quorum, ruleset.evaluate(deploy))  # the rule says so explicitly
+    secret = request(tool="deploy_api", questions=[{"id": "approve", "kind": "confirm", "prompt": "Allow?"},
+                                                   {"id": "pw", "kind": "secret", "prompt": "Password"}])
+    assert not grants_may_decide(secret, plain, ruleset.evaluate(secret))  # never, whatever a rule says
+    asked = request(questions=[{"id": "why", "kind": "text", "prompt": "Why?"}])
+    assert not grants_may_decide(asked, plain, ruleset.evaluate(asked))  # not a tool approval
