@@ -39,6 +39,7 @@ from bridge.config_yaml import YamlLimit, read_bounded
 from bridge.errors import ConfigError
 from bridge.oncall import Rota
 from bridge.people import People, PeopleError
+from bridge.policy.rules import PolicyRule
 from bridge.specs import channel_specs
 
 CONFIG_ENV = "HITL_BRIDGE_CONFIG"
@@ -65,6 +66,8 @@ class Settings(StrictModel):
     groups: dict[str, list[str]] = Field(default_factory=dict)
     #: on-call rotas, named by `oncall:<rota>` targets (bridge.oncall)
     rotas: dict[str, Rota] = Field(default_factory=dict)
+    #: rules that decide requests without a person (bridge.policy.rules): deny beats allow beats ask
+    policies: list[PolicyRule] = Field(default_factory=list)
     #: a file with no routes, default_route, people or groups is accepted (check-config and
     #: a reload refuse one otherwise: an empty or cut-short file would drop every rule)
     allow_empty: bool = False
@@ -153,6 +156,24 @@ class Settings(StrictModel):
                 raise ValueError(f"{key}: {exc}") from None
         return self
 
+    @model_validator(mode="after")
+    def _policies_can_decide(self) -> Settings:
+        """A rule that can never match, or that an earlier or stronger one shadows, is refused
+        (bridge.policy.lint), naming it and the fix."""
+        if not self.policies:
+            return self
+        from bridge.policy.lint import policy_problems
+
+        routes = [r.name or "" for r in [*self.routes, self.default_route]]
+        sources = {str(s.get("name") or s.get("type")): str(s.get("type")) for s in self.sources}
+        problems = policy_problems(self.policies, routes, sources)
+        if problems:
+            index, reason = problems[0]
+            more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''} in policies:)" \
+                if len(problems) > 1 else ""
+            raise ValueError(f"policies[{index}]: {reason}{more}")
+        return self
+
     @property
     def has_rules(self) -> bool:
         """Whether the config says anything about who answers what: a route, a default_route
@@ -172,7 +193,8 @@ class Settings(StrictModel):
         return Path(".hitl-bridge")
 
 
-_KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups|rotas)[\w.\[\]-]*): (.*)$", re.S)
+_KEYED_REASON = re.compile(
+    r"^((?:routes\[\d+\]|default_route|people|groups|rotas|policies\[\d+\])[\w.\[\]-]*): (.*)$", re.S)
 
 
 def embedded_defaults(env: dict[str, str]) -> dict[str, Any]:

@@ -49,6 +49,21 @@ class Route(StrictModel):
     #: fields (`source`, `tool`, `title`, `agent`...) or `labels.<name>`; unset: the source and
     #: the tool, or the title with its numbers and quoted parts left out; `[]`: never batched
     batch_key: list[str] | None = Field(default=None, max_length=10)
+    #: standing approvals ("Allow for this session", "for 1 hour", "Always allow this") are
+    #: offered and decide requests on this route (false: never, unless a rule says `grants: true`)
+    grants: bool = True
+    #: the spans offered as "Allow for …" (seconds or durations: 1h, 8h)
+    grant_spans: list[Duration] = Field(default_factory=list, max_length=5)
+    #: post a request a rule or a grant decided to the route's targets anyway, for their information
+    fyi_automatic: bool = False
+
+    @model_validator(mode="after")
+    def _spans_fit(self) -> Route:
+        where = f"route {self.name!r}: " if self.name else ""
+        for span in self.grant_spans:
+            if not 60 <= span.total_seconds() <= 366 * 86400:
+                raise ValueError(f"{where}grant_spans: {span} is not between 1 minute and 366 days")
+        return self
 
     @model_validator(mode="after")
     def _levels_in_order(self) -> Route:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from bridge.delegation import Delegation
     from bridge.policy import GrantChoice, GrantOffer
     from bridge.store.base import Store
+    from bridge.store.concerns.grants import Grant
 
 
 class DeliveryError(Exception):
@@ -147,6 +148,18 @@ class BridgeAPI(RequestSink, Protocol):
 
     async def back(self, person: str) -> bool:
         """End `person`'s delegation window now."""
+        ...
+
+    async def list_grants(self, *, active_only: bool = True) -> list[Grant]:
+        """Standing approvals, newest first (`active_only`: those in force now)."""
+        ...
+
+    async def get_grant(self, grant_id: str) -> Grant:
+        """One standing approval (bridge.errors.GrantNotFound)."""
+        ...
+
+    async def revoke_grant(self, grant_id: str, *, actor: str) -> Grant:
+        """Revoke it as `actor` (a verified identity): it decides nothing more, on any replica."""
         ...
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:

@@ -27,6 +27,9 @@ from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
 from bridge.people import People, canonical_target
 from bridge.policy import GrantChoice, GrantOffer, grant_offers
+from bridge.policy.ruleset import RuleSet
+from bridge.policy.standing import StandingApprovals
+from bridge.policy.verdict import decide
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.reach import Reach
 from bridge.router import Router
@@ -39,8 +42,10 @@ from bridge.waiting import waiting_for
 
 log = logging.getLogger("hitl_bridge")
 
-class BridgeService(ManyAndAway):
-    """Implements RequestSink and BridgeAPI (bridge.ports)."""
+class BridgeService(ManyAndAway, StandingApprovals):
+    """Implements RequestSink and BridgeAPI (bridge.ports); answers alike requests together and
+    keeps delegation windows (bridge.service_people); lists and revokes standing approvals
+    (bridge.policy.standing)."""
 
     def __init__(
         self,
@@ -67,6 +72,9 @@ class BridgeService(ManyAndAway):
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
         self.notary = Notary(ReceiptKeys(store, secrets, clock))  # signs the receipts written back
+        #: `policies:` compiled (bridge.policy): swapped whole on reload
+        self.policies = RuleSet()
+        self._deciding: set[str] = set()  # new requests the verdict step is deciding (never posted)
 
     # helpers ----------------------------------------------------------------------------
     def background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
@@ -166,6 +174,15 @@ class BridgeService(ManyAndAway):
         saved, created = await self.store.create_request(stored, event)
         if created:
             self.lifecycle.created(saved)
+            self._deciding.add(saved.id)  # shown nowhere yet: its close updates no copy
+            try:
+                decided = await decide(self, saved)  # a rule or a standing approval, before anyone is asked
+            finally:
+                self._deciding.discard(saved.id)
+            if decided is not None:
+                if route.fyi_automatic:
+                    self.background(self.post(decided, decided.targets, fyi=True), f"post {saved.id}")
+                return decided, created
             self.changes.publish(saved)
             for hook in self.on_created:
                 hook(saved)
@@ -200,14 +217,17 @@ class BridgeService(ManyAndAway):
                                  deliver=False)
 
     # posting ----------------------------------------------------------------------------
-    async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+    async def post(self, request: Request, targets: Sequence[str], *, fyi: bool = False) -> list[PostResult]:
         """Show `request` on `targets` (grouped by channel); record every copy.
 
-        A request closed before its posting starts is shown nowhere; one closed while its
-        copies go out gets them recorded (no `posted` event after its close: the store
-        decides that atomically) and brought up to date at once (they say it is closed)."""
+        A request closed before its posting starts is shown nowhere (but `fyi`: one a rule or
+        a standing approval decided, shown as decided on a route with `fyi_automatic`); one
+        closed while its copies go out gets them recorded (no `posted` event after its close:
+        the store decides that atomically) and brought up to date at once (they say it is closed)."""
         await self.reach.fresh(self.people)
-        if not request.is_open or self.changes.saw_close(request.id):  # else no store read: the
+        if fyi:
+            pass
+        elif not request.is_open or self.changes.saw_close(request.id):  # else no store read: the
             current = await self.store.get_request(request.id)  # store settles a close seen elsewhere
             if current is None or not current.is_open:
                 state = current.state.value if current is not None else "gone"
@@ -321,7 +341,8 @@ class BridgeService(ManyAndAway):
         for hook in self.on_answered:
             hook(request)
         self.changes.publish(request)
-        self.background(self.update_channels(request), f"update {request.id}")
+        if request.id not in self._deciding:
+            self.background(self.update_channels(request), f"update {request.id}")
 
     async def cancel(self, request_id: str, *, actor: str, reason: str = "", claimed: str | None = None) -> Request:
         """Cancel as `actor` (a verified identity); `claimed` (who the caller says acts) is

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bridge.answering.actor import Actor
+from bridge.answering.automatic import automatic_within_route
 from bridge.answering.closed import open_request
 from bridge.answering.desk import Attempt, Desk
 from bridge.answering.four_eyes import not_self_approval
@@ -20,6 +21,7 @@ from bridge.answering.standing_in import standing_in
 from bridge.answering.values import fit_the_questions
 from bridge.models import Request
 from bridge.policy import GrantChoice
+from bridge.policy.granting import keep_grant, plan_grant
 
 #: a check raises a BridgeError to refuse the attempt; it may refine it (clean values, identity)
 Check = Callable[[Desk, Attempt], Awaitable[None]]
@@ -28,6 +30,7 @@ CHECKS: tuple[Check, ...] = (
     named_in_responders,      # who may answer (NotAllowed)
     standing_in,              # a delegate answers "for" the person away
     fit_the_questions,        # validation (AnswerRejected)
+    automatic_within_route,   # a rule's or a grant's approval where the route lets it (AutomaticRefused)
     not_self_approval,        # four eyes (SelfApproval)
     known_as_their_person,    # identity: a handle answers as its person
     not_the_shared_password,  # quorum routes count people (SharedVoter)
@@ -39,17 +42,31 @@ async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, An
                  grant: GrantChoice | None = None, batch: str | None = None) -> Request:
     """Answer `request_id` as `actor`: the request closed with the answer, or (a vote short
     of its quorum) as it stands, still open. `grant`: the standing approval the person asks
-    for with an approving answer (stored by the policy core; a plain answer until then).
-    `batch`: the batch this answer is one item of (bridge.batches), kept on its record."""
-    request = await open_request(desk.store, request_id)
+    for with an approving answer (bridge.policy.granting: checked before the answer is
+    recorded, GrantRefused refuses both; stored once it is). `batch`: the batch this answer
+    is one item of (bridge.batches), kept on its record."""
+    return await answer_open(desk, await open_request(desk.store, request_id), actor, values, reason=reason,
+                             checks=checks, grant=grant, batch=batch)
+
+
+async def answer_open(desk: Desk, request: Request, actor: Actor, values: dict[str, Any], *,
+                      reason: str | None = None, checks: tuple[Check, ...] = CHECKS,
+                      grant: GrantChoice | None = None, batch: str | None = None) -> Request:
+    """`answer` of a request the caller has just read open (the verdict step: the one it just
+    created); the store still decides atomically whether it is open when the answer is recorded."""
+    request_id = request.id
     attempt = Attempt(request, actor, values, desk.judged(request), reason, batch=batch)
     for check in checks:
         await check(desk, attempt)
+    planned = plan_grant(desk, attempt, grant) if grant is not None else None  # GrantRefused: nothing recorded
     if counts_votes(attempt) and not await vote(desk, attempt):
         current = await desk.store.get_request(request_id)
         assert current is not None
         desk.changes.publish(current)
         desk.background(desk.update_channels(current), f"update {request_id}")
         return current
-    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason,
-                        batch=attempt.batch)
+    recorded = await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason,
+                            batch=attempt.batch)
+    if planned is not None:
+        await keep_grant(desk, planned, recorded)
+    return recorded

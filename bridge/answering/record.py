@@ -22,7 +22,8 @@ async def record(desk: Desk, request: Request, actor: Actor, clean: dict[str, An
                             "reason": reason,
                             **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}),
                             **({"on_behalf_of": responder.on_behalf_of} if responder.on_behalf_of else {}),
-                            **({"batch": batch} if batch else {})}
+                            **({"batch": batch} if batch else {}),
+                            **({"decided_by": dict(actor.detail)} if actor.is_automatic else {})}
     event = Event(id=0, request_id=request.id, at=now, actor=responder.key, data=data,
                   kind="answered" if to_state is RequestState.answered else "expired")
     updated = await desk.store.transition(

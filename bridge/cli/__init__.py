@@ -33,6 +33,7 @@ VERBS: dict[str, str] = {
     "away": "bridge.cli.away:away",
     "cancel": "bridge.cli.requests:cancel",
     "redeliver": "bridge.cli.requests:redeliver",
+    "grants": "bridge.cli.grants:grants",
     "doctor": "bridge.cli.admin:doctor",
     "check-config": "bridge.cli.admin:check_config",
     "audit": "bridge.cli.audit:audit",

@@ -17,6 +17,7 @@ import click
 from bridge.cli import render, safe
 from bridge.cli.backend import complete_ids, open_bridge
 from bridge.cli.exits import REFUSED, USAGE, Failed, codes
+from bridge.cli.grants import GRANT_HELP, grant_option
 from bridge.cli.options import Cli, daemon_options, json_option, offline_option, print_json
 
 OPEN = ("pending", "posted")
@@ -49,13 +50,14 @@ AS_HELP = ("The name shown with the answer. Through the API the answer counts as
 @click.option("--as", "responder", metavar="NAME", help=AS_HELP)
 @click.option("--reason", help="Why: shown with the answer; a rejection's reason reaches the engine where it "
                                "can carry one (callbacks, Delta's response.txt, LangGraph, Mastra).")
+@click.option("--grant", "grant_text", metavar="SCOPE", help=GRANT_HELP)
 @json_option
 @offline_option
 @daemon_options
 @click.pass_obj
 def answer(cli: Cli, request_id: str | None, value: str | None, question_id: str | None, values_json: str | None,
-           responder: str | None, reason: str | None, as_json: bool, offline: bool, all_matching: bool,
-           filters: tuple[str, ...], exclude: str | None, yes: bool) -> int:
+           responder: str | None, reason: str | None, grant_text: str | None, as_json: bool, offline: bool,
+           all_matching: bool, filters: tuple[str, ...], exclude: str | None, yes: bool) -> int:
     """Answer a request. VALUE is checked against its question: yes/no for a confirmation,
     an option for a choice, JSON (or a,b) for several choices, JSON for a form or an edit;
     `-` reads it from stdin. Leave VALUE out to be asked (numbered options, a hidden prompt
@@ -63,17 +65,22 @@ def answer(cli: Cli, request_id: str | None, value: str | None, question_id: str
     from hitl_bridge_client import InvalidRequest
 
     if all_matching or filters or exclude or yes:
+        if grant_text:
+            raise Failed("--grant answers one request: leave it out with --all", USAGE)
         return answer_all(cli, request_id, value, values_json, filters, exclude, yes, responder, reason,
                           as_json, offline)
     if request_id is None:
         raise Failed("give the request's ID (or --all with --filter to answer many)", USAGE)
+    grant = grant_option(grant_text)
     with open_bridge(cli, offline, writes=True) as bridge:
         view = bridge.get(request_id)
         if view.get("state") not in OPEN:
             raise Failed(closed_text(view))
         values, asked_reason = collect(view, value, question_id, values_json)
+        granting = {"grant": grant} if grant is not None else {}
         try:
-            result = bridge.answer(request_id, values=values, responder=responder, reason=reason or asked_reason)
+            result = bridge.answer(request_id, values=values, responder=responder, reason=reason or asked_reason,
+                                   **granting)
         except InvalidRequest as exc:
             raise Failed(f"invalid answer: {exc.detail}", USAGE) from None
         after = bridge.get(request_id) if result.get("state") in OPEN else result  # a vote: show the tally

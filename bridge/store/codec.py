@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from bridge.models import OPEN_STATES, Answer, Request, RequestState
 
 #: 2: requests.created_by keys external ids (a bridge before it would still key them by source alone)
-#: 3: events are hash-chained (events.seq/prev_hash/hash, audit_chain): a bridge before it would append unchained
+#: 3: events are hash-chained (events.seq/prev_hash/hash, audit_chain): a bridge before it would append unchained;
+#:    grants (standing approvals)
 SCHEMA_VERSION = 3
 
 
