@@ -48,4 +48,4 @@ async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, An
         desk.changes.publish(current)
         desk.background(desk.update_channels(current), f"update {request_id}")
         return current
-    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason)
+    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason, grant=grant)
