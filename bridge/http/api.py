@@ -12,9 +12,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from bridge.errors import BridgeError, NotAPerson
 from bridge.http.auth import api_responder, caller_name, may_manage, not_yours, require_api_token
-from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
+from bridge.http.views import event_view, offer_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import Request as BridgeRequest
 from bridge.models import RequestState
+from bridge.policy import GrantChoice
+from bridge.policy.pressed import GrantRefused, offered_grant
 from bridge.ports import source_problems
 from bridge.questions import MAX_CONTEXT_DEPTH
 from bridge.service import BridgeService
@@ -37,6 +39,9 @@ class AnswerBody(BaseModel):
         "as that person (anyone else is refused: 403); otherwise only the name shown, and the answer "
         "counts as the token's own (api:<token name>)"))
     reason: str | None = Field(default=None, max_length=2000)
+    grant: GrantChoice | None = Field(default=None, description=(
+        "a standing approval made with an approving answer: one of the request's `grant_offers` "
+        "(scope, span_s; for `always` a pattern that may narrow the offer's)"))
 
 
 class CancelBody(BaseModel):
@@ -125,6 +130,7 @@ async def request_detail(service: BridgeService, found: BridgeRequest) -> dict[s
     view["posts"] = [post_view(p) for p in await service.store.list_posts(found.id)]
     view["outbox"] = [outbox_view(o) for o in await service.store.list_outbox(request_id=found.id)]
     view.update(await votes_view(service, found))
+    view["grant_offers"] = [offer_view(o) for o in service.grant_offers(found)] if found.is_open else []
     return view
 
 
@@ -166,7 +172,10 @@ async def answer_request(request: Request, request_id: str) -> dict[str, Any] | 
                            {"name": exc.who, "via": "api", "reason": "not a person"})
         return error_response(exc)
     try:
-        updated = await service.answer(request_id, responder, values, via="api", reason=body.reason)
+        grant = offered_grant(service.grant_offers(current), body.grant)
+        updated = await service.answer(request_id, responder, values, via="api", reason=body.reason, grant=grant)
+    except GrantRefused as exc:
+        raise HTTPException(422, f"grant: {exc}") from None
     except BridgeError as exc:
         return error_response(exc)
     return request_view(updated)

@@ -52,6 +52,15 @@ def chosen_grant(offers: Sequence[GrantOffer], key: str, pattern: str | None = N
     return offer.choice.model_copy(update={"pattern": narrowed if narrowed is not None else offer.pattern})
 
 
+def offered_grant(offers: Sequence[GrantOffer], asked: GrantChoice | None) -> GrantChoice | None:
+    """A grant sent whole (an API or terminal answer's `grant`) checked like a pressed button:
+    its scope and span must be one of `offers`, its pattern the default or a narrower one."""
+    if asked is None or asked.scope is GrantScope.once:
+        return None
+    key = GrantOffer(asked.model_copy(update={"pattern": None}), "").key
+    return chosen_grant(offers, key, asked.pattern)
+
+
 def check_narrows(default: str, pattern: str) -> None:
     """GrantRefused unless `pattern` allows no more than `default` (permission-rule syntax):
     the same tool, and a specifier where the default has none, or the default's specifier

@@ -58,8 +58,10 @@ class AsyncClient:
         return await self._run(calls.list_requests(state, source=source, route=route, limit=limit, offset=offset))
 
     async def answer(self, request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
-                     responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
-        return await self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason))
+                     responder: str | None = None, reason: str | None = None,
+                     grant: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self._run(calls.answer(request_id, value, values=values, responder=responder,
+                                            reason=reason, grant=grant))
 
     async def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> dict[str, Any]:
         return await self._run(calls.cancel(request_id, reason, actor=actor))

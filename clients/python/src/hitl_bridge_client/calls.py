@@ -92,10 +92,14 @@ def list_requests(state: str | list[str] | None = None, *, source: str | None = 
 
 
 def answer(request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
-           responder: str | None = None, reason: str | None = None) -> Flow[dict[str, Any]]:
-    """`value` for a request with one question, `values` by question id otherwise."""
+           responder: str | None = None, reason: str | None = None,
+           grant: dict[str, Any] | None = None) -> Flow[dict[str, Any]]:
+    """`value` for a request with one question, `values` by question id otherwise; `grant`:
+    a standing approval made with an approving answer (`{"scope", "span_s", "pattern"}`, one
+    of the request's `grant_offers`)."""
     body: dict[str, Any] = {"values": values} if values is not None else {"value": value}
-    body.update({k: v for k, v in (("responder", responder), ("reason", reason)) if v is not None})
+    body.update({k: v for k, v in (("responder", responder), ("reason", reason), ("grant", grant))
+                 if v is not None})
     view: dict[str, Any] = yield Call("POST", request_path(request_id, "answer"), json=body, resend=False)
     return view
 

@@ -70,9 +70,11 @@ class Client:
         return self._run(calls.list_requests(state, source=source, route=route, limit=limit, offset=offset))
 
     def answer(self, request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
-               responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
+               responder: str | None = None, reason: str | None = None,
+               grant: dict[str, Any] | None = None) -> dict[str, Any]:
         """Answer as an operator: `value` for one question, `values` by question id."""
-        return self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason))
+        return self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason,
+                                      grant=grant))
 
     def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> dict[str, Any]:
         return self._run(calls.cancel(request_id, reason, actor=actor))
