@@ -62,8 +62,10 @@ def grant_row(grant: Any) -> GrantRow:
     span = (expires - created).total_seconds() if created and expires else None
     where = " · ".join(part for part in (text("source"), text("route"),
                                          f"session {text('session')}" if text("session") else "") if part)
+    grantor = getattr(grant, "grantor", None)
+    who = str(getattr(grantor, "display", "") or "") or text("granted_by")
     return GrantRow(text("id"), granted_words(text("scope"), span), text("pattern"), text("tool"),
-                    text("granted_by"), where, created, expires, text("request_id"))
+                    who, where, created, expires, text("request_id"))
 
 
 def grant_book(service: object) -> GrantBook | None:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bridge.answering.actor import Actor
+from bridge.answering.automatic import automatic_within_route
 from bridge.answering.closed import open_request
 from bridge.answering.desk import Attempt, Desk
 from bridge.answering.four_eyes import not_self_approval
@@ -19,6 +20,7 @@ from bridge.answering.shared_password import not_the_shared_password
 from bridge.answering.values import fit_the_questions
 from bridge.models import Request
 from bridge.policy import GrantChoice
+from bridge.policy.granting import keep_grant, plan_grant
 
 #: a check raises a BridgeError to refuse the attempt; it may refine it (clean values, identity)
 Check = Callable[[Desk, Attempt], Awaitable[None]]
@@ -26,6 +28,7 @@ Check = Callable[[Desk, Attempt], Awaitable[None]]
 CHECKS: tuple[Check, ...] = (
     named_in_responders,      # who may answer (NotAllowed)
     fit_the_questions,        # validation (AnswerRejected)
+    automatic_within_route,   # a rule's or a grant's approval where the route lets it (AutomaticRefused)
     not_self_approval,        # four eyes (SelfApproval)
     known_as_their_person,    # identity: a handle answers as its person
     not_the_shared_password,  # quorum routes count people (SharedVoter)
@@ -37,15 +40,21 @@ async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, An
                  grant: GrantChoice | None = None) -> Request:
     """Answer `request_id` as `actor`: the request closed with the answer, or (a vote short
     of its quorum) as it stands, still open. `grant`: the standing approval the person asks
-    for with an approving answer (stored by the policy core; a plain answer until then)."""
+    for with an approving answer (bridge.policy.granting: checked before the answer is
+    recorded, GrantRefused refuses both; stored once it is)."""
     request = await open_request(desk.store, request_id)
     attempt = Attempt(request, actor, values, desk.judged(request), reason)
     for check in checks:
         await check(desk, attempt)
+    planned = plan_grant(desk, attempt, grant) if grant is not None else None  # GrantRefused: nothing recorded
     if counts_votes(attempt) and not await vote(desk, attempt):
         current = await desk.store.get_request(request_id)
         assert current is not None
         desk.changes.publish(current)
         desk.background(desk.update_channels(current), f"update {request_id}")
         return current
-    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason, grant=grant)
+    recorded = await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason,
+                            grant=planned)
+    if planned is not None:
+        await keep_grant(desk, planned, recorded)
+    return recorded

@@ -9,23 +9,23 @@ from bridge.answering.closed import closed_error
 from bridge.answering.desk import Desk
 from bridge.answering.values import redacted
 from bridge.models import OPEN_STATES, Answer, Event, Request, RequestState
-from bridge.policy import GrantChoice
-from bridge.policy.pressed import grant_made
+from bridge.policy.pressed import made_of
+from bridge.store.concerns.grants import Grant
 
 
 async def record(desk: Desk, request: Request, actor: Actor, clean: dict[str, Any], *, reason: str | None,
-                 to_state: RequestState = RequestState.answered, grant: GrantChoice | None = None) -> Request:
+                 to_state: RequestState = RequestState.answered, grant: Grant | None = None) -> Request:
     """Close `request` with `clean` as `actor`'s answer (AlreadyClosed if it closed meanwhile);
-    `grant`: the standing approval chosen with it, kept with the answer (bridge.policy.pressed)."""
+    `grant`: the standing approval made with it, which the answer shows (stored by the caller)."""
     now = desk.clock.now()
     responder = actor.responder
     sealed = {k: (desk.secrets.seal(v) if k in request.secret_question_ids else v) for k, v in clean.items()}
     answer = Answer(values=sealed, responder=responder, via=actor.via, answered_at=now, reason=reason,
-                    grant=grant_made(request, grant, clean, now))
-    granted = answer.grant.model_dump(mode="json", exclude_none=True) if answer.grant else None
+                    grant=made_of(grant) if grant is not None else None)
     data: dict[str, Any] = {"name": responder.name, "via": actor.via, "values": redacted(request, clean),
-                            "reason": reason, **({"grant": granted} if granted else {}),
-                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {})}
+                            "reason": reason,
+                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}),
+                            **({"decided_by": dict(actor.detail)} if actor.is_automatic else {})}
     event = Event(id=0, request_id=request.id, at=now, actor=responder.key, data=data,
                   kind="answered" if to_state is RequestState.answered else "expired")
     updated = await desk.store.transition(

@@ -1,33 +1,32 @@
-"""A grant button pressed on a channel, checked once for every channel: the key must name
-one of the offers the request has now, a narrowed pattern must stay inside the offer's
-default, and the values are the ones Approve would send. Channels call `chosen_grant` and
-`approving_values`; the answer path calls `grant_made` to keep what was granted with the
-answer (bridge.models.GrantMade), so every copy of the request can say it."""
+"""A grant button pressed on a channel, read once for every channel: the key must name one
+of the offers the request has now, and the values are the ones Approve would send.
+Channels call `chosen_grant` and `approving_values`; the core then checks the grant itself
+(bridge.policy.granting: who may grant, the span, a pattern no wider than the default) and
+refuses the answer with `GrantRefused` when it cannot be made.
+
+`made_of` is what the answer keeps of the grant (bridge.models.GrantMade), so every copy of
+the request can say it: "Allowed for 1 hour by ana — until 14:05"."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bridge.errors import GrantRefused
 from bridge.models import GrantMade, Request
 from bridge.policy.choice import GrantChoice, GrantOffer, GrantScope, _span_label, is_tool_approval
-from bridge.questions import QuestionKind
+
+if TYPE_CHECKING:
+    from bridge.store.concerns.grants import Grant
 
 #: the longest key a channel accepts back (`span:31622400` is 14)
 MAX_KEY_CHARS = 20
 MAX_PATTERN_CHARS = 1000
-_RULE = re.compile(r"^(?P<tool>[A-Za-z0-9_.:\-]+)(?:\((?P<spec>.*)\))?$", re.DOTALL)
-
-
-class GrantRefused(ValueError):
-    """A grant choice this request does not offer (forged, stale or widened); the message
-    is fit to show the person."""
 
 
 def offer_for_key(offers: Sequence[GrantOffer], key: str) -> GrantOffer:
-    """The offer a button's key names, among the offers the request has now."""
+    """The offer a button's key names, among the offers the request has now (GrantRefused
+    for a key that is not one: forged, oversized, or no longer offered)."""
     if not isinstance(key, str) or len(key) > MAX_KEY_CHARS:
         raise GrantRefused("That standing-approval button is not valid.")
     for offer in offers:
@@ -38,61 +37,15 @@ def offer_for_key(offers: Sequence[GrantOffer], key: str) -> GrantOffer:
 
 def chosen_grant(offers: Sequence[GrantOffer], key: str, pattern: str | None = None) -> GrantChoice:
     """The `GrantChoice` for a pressed button (`key`) and, for "Always allow this", the
-    pattern the person saved (None or blank: the offer's default). GrantRefused for a key
-    not offered or a pattern wider than the default."""
+    pattern the person saved (None or blank: the offer's default; the core refuses one
+    wider than the default)."""
     offer = offer_for_key(offers, key)
-    if offer.choice.scope is GrantScope.once:
+    saved = (pattern or "").strip()
+    if offer.choice.scope is not GrantScope.always or not saved or saved == offer.pattern:
         return offer.choice
-    narrowed = None
-    if pattern is not None and pattern.strip() and pattern.strip() != (offer.pattern or ""):
-        if offer.choice.scope is not GrantScope.always:
-            raise GrantRefused("Only “Always allow this” takes a pattern.")
-        narrowed = pattern.strip()
-        check_narrows(offer.pattern or "", narrowed)
-    return offer.choice.model_copy(update={"pattern": narrowed if narrowed is not None else offer.pattern})
-
-
-def offered_grant(offers: Sequence[GrantOffer], asked: GrantChoice | None) -> GrantChoice | None:
-    """A grant sent whole (an API or terminal answer's `grant`) checked like a pressed button:
-    its scope and span must be one of `offers`, its pattern the default or a narrower one."""
-    if asked is None or asked.scope is GrantScope.once:
-        return None
-    key = GrantOffer(asked.model_copy(update={"pattern": None}), "").key
-    return chosen_grant(offers, key, asked.pattern)
-
-
-def check_narrows(default: str, pattern: str) -> None:
-    """GrantRefused unless `pattern` allows no more than `default` (permission-rule syntax):
-    the same tool, and a specifier where the default has none, or the default's specifier
-    itself, or one that extends the fixed start of a default ending in `*`."""
-    if len(pattern) > MAX_PATTERN_CHARS or any(c in pattern for c in "\r\n\x00"):
+    if len(saved) > MAX_PATTERN_CHARS or any(c in saved for c in "\r\n\x00"):
         raise GrantRefused(f"The pattern must be one line of at most {MAX_PATTERN_CHARS} characters.")
-    wide, narrow = _RULE.match(default), _RULE.match(pattern)
-    if wide is None or narrow is None:
-        raise GrantRefused(f"Not a rule pattern: write it as {default}(…).")
-    if narrow["tool"] != wide["tool"]:
-        raise GrantRefused(f"The pattern must stay on the tool {wide['tool']}.")
-    spec, default_spec = narrow["spec"], wide["spec"]
-    if default_spec is None:
-        if spec is not None and not spec.strip():
-            raise GrantRefused("An empty specifier matches nothing: leave the pattern as the tool name.")
-        return
-    if spec is not None and (spec == default_spec or _inside(default_spec, spec)):
-        return
-    raise GrantRefused(f"The pattern may only narrow {default}, not widen it.")
-
-
-def _inside(default_spec: str, spec: str) -> bool:
-    """A command prefix `git:*` holds `git status:*` and `git status`; a glob ending in `*`
-    (`./src/**`) holds any spec that starts with its fixed part and has no wildcard before it."""
-    if default_spec.endswith(":*"):
-        stem = default_spec[:-2]
-        return spec == stem or spec.startswith(stem + " ")
-    if default_spec.endswith("*"):
-        stem = default_spec.rstrip("*")
-        rest = spec[len(stem):]
-        return bool(stem) and spec.startswith(stem) and "*" not in stem and ".." not in rest.split("/")
-    return False
+    return offer.choice.model_copy(update={"pattern": saved})
 
 
 def approving_values(request: Request) -> dict[str, Any]:
@@ -103,23 +56,11 @@ def approving_values(request: Request) -> dict[str, Any]:
     return {request.questions[0].id: "yes"}
 
 
-def approves(request: Request, values: dict[str, Any]) -> bool:
-    """The answer approves the tool call: its first question, a confirm, says yes."""
-    first = request.questions[0] if request.questions else None
-    if first is None or first.kind is not QuestionKind.confirm:
-        return False
-    return str(values.get(first.id)) in ("yes", "True", "true")
-
-
-def grant_made(request: Request, choice: GrantChoice | None, values: dict[str, Any], now: datetime,
-               grant_id: str | None = None) -> GrantMade | None:
-    """What to keep with the answer for `choice`; None for a plain answer, "Allow once",
-    or an answer that does not approve."""
-    if choice is None or choice.scope is GrantScope.once or not approves(request, values):
-        return None
-    expires = now + timedelta(seconds=choice.span_s) if choice.scope is GrantScope.span and choice.span_s else None
-    return GrantMade(scope=choice.scope.value, pattern=choice.pattern or request.tool,
-                     span_s=choice.span_s if expires else None, expires_at=expires, grant_id=grant_id)
+def made_of(grant: Grant) -> GrantMade:
+    """What the answer keeps of the grant it made."""
+    span = (grant.expires_at - grant.created_at).total_seconds() if grant.expires_at else None
+    return GrantMade(scope=grant.scope, pattern=grant.pattern, span_s=span, expires_at=grant.expires_at,
+                     grant_id=grant.id)
 
 
 def granted_words(scope: str, span_s: float | None = None) -> str:
