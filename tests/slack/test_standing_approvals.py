@@ -54,9 +54,11 @@ async def test_allow_for_one_hour_then_a_matching_call_is_allowed_with_no_messag
         assert request.answer is not None and request.answer.values == {"approve": "yes"}
         made = request.answer.grant
         assert made is not None and made.scope == "span" and made.pattern == "Bash" and made.grant_id
-        assert made.expires_at is not None and round((made.expires_at - request.answer.answered_at).total_seconds()) == 3600
-        text = await wait_for(lambda: "Allowed for 1 hour" in json.dumps(fake.messages[(message["channel"], message["ts"])])
-                              and json.dumps(fake.messages[(message["channel"], message["ts"])]), 5)
+        assert made.expires_at is not None
+        assert round((made.expires_at - request.answer.answered_at).total_seconds()) == 3600
+        key = (message["channel"], message["ts"])
+        text = await wait_for(lambda: "Allowed for 1 hour" in json.dumps(fake.messages[key])
+                              and json.dumps(fake.messages[key]), 5)
         assert "Allowed for 1 hour by <@U0ALICE>" in text and "until" in text
         grants = await b.daemon.service.list_grants()
         assert [(g.id, g.granted_by, g.via) for g in grants] == [(made.grant_id, "slack:U0ALICE", "slack")]

@@ -42,8 +42,9 @@ async def test_allow_for_one_hour_then_a_matching_call_is_allowed_with_no_messag
         assert request.answer is not None and request.answer.values == {"approve": "yes"}
         assert request.answer.grant is not None and request.answer.grant.scope == "span"
         assert "Allowed for 1 hour" in await toast(fake, press)
-        edited = await fake.wait_for(lambda: "Allowed for 1 hour by Ann" in fake.message(42, message["message_id"])["text"]
-                                     and fake.message(42, message["message_id"]))
+        mid = message["message_id"]
+        edited = await fake.wait_for(lambda: "Allowed for 1 hour by Ann" in fake.message(42, mid)["text"]
+                                     and fake.message(42, mid))
         assert "until" in edited["text"] and "reply_markup" not in edited
         [grant] = await daemon.service.list_grants()
         assert grant.granted_by == "telegram:42" and grant.id == request.answer.grant.grant_id

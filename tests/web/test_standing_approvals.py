@@ -38,7 +38,8 @@ async def test_a_grant_button_in_the_inbox_approves_grants_and_decides_the_next_
         assert response.status_code == 303, response.text
         stored = await bridge.service.get(rid)
         assert stored is not None and stored.answer is not None and stored.answer.values == {"approve": "yes"}
-        assert stored.answer.grant is not None and stored.answer.grant.pattern == "Bash"  # span: the pattern is not read
+        made = stored.answer.grant
+        assert made is not None and made.pattern == "Bash"  # for a span the typed pattern is not read
         shown = text_of((await person.get(f"/inbox/r/{rid}")).text)
         assert "Allowed for 1 hour by local" in shown and "until" in shown
 
