@@ -42,7 +42,16 @@ async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, An
     of its quorum) as it stands, still open. `grant`: the standing approval the person asks
     for with an approving answer (bridge.policy.granting: checked before the answer is
     recorded, GrantRefused refuses both; stored once it is)."""
-    request = await open_request(desk.store, request_id)
+    return await answer_open(desk, await open_request(desk.store, request_id), actor, values, reason=reason,
+                             checks=checks, grant=grant)
+
+
+async def answer_open(desk: Desk, request: Request, actor: Actor, values: dict[str, Any], *,
+                      reason: str | None = None, checks: tuple[Check, ...] = CHECKS,
+                      grant: GrantChoice | None = None) -> Request:
+    """`answer` of a request the caller has just read open (the verdict step: the one it just
+    created); the store still decides atomically whether it is open when the answer is recorded."""
+    request_id = request.id
     attempt = Attempt(request, actor, values, desk.judged(request), reason)
     for check in checks:
         await check(desk, attempt)

@@ -144,6 +144,17 @@ def shell_matches(spec: str, command: str, *, deny: bool) -> bool:
     return _one_command(spec, command)
 
 
+def command_words(command: str) -> set[str]:
+    """The first word of the command and of each part a shell operator starts (the words a
+    shell rule is indexed by: a deny reads every part)."""
+    words = set()
+    for part in [command, *_SPLIT.split(command)]:
+        head = part.split(None, 1)
+        if head:
+            words.add(head[0])
+    return words
+
+
 def _one_command(spec: str, command: str) -> bool:
     command = " ".join(command.split())
     if spec.endswith(":*"):
