@@ -42,6 +42,7 @@ class GrantRow:
     """One grant as the page shows it."""
 
     id: str
+    scope: str  # session | span | always
     allows: str  # "Allowed for 1 hour", "Always allowed"
     pattern: str
     tool: str
@@ -64,7 +65,7 @@ def grant_row(grant: Any) -> GrantRow:
                                          f"session {text('session')}" if text("session") else "") if part)
     grantor = getattr(grant, "grantor", None)
     who = str(getattr(grantor, "display", "") or "") or text("granted_by")
-    return GrantRow(text("id"), granted_words(text("scope"), span), text("pattern"), text("tool"),
+    return GrantRow(text("id"), text("scope"), granted_words(text("scope"), span), text("pattern"), text("tool"),
                     who, where, created, expires, text("request_id"))
 
 
