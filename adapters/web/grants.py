@@ -49,8 +49,9 @@ def pressed_grant(offers: Sequence[GrantOffer], form: Mapping[str, Sequence[str]
 
 def approving_form(request: Request, form: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """The form as Approve sends it when a grant button was pressed (its first question
-    says yes); unchanged otherwise."""
+    says yes, unless the form itself says something else there: then the core refuses the
+    grant rather than the page turning a "no" into a "yes"); unchanged otherwise."""
     out = {name: list(values) for name, values in form.items()}
     if GRANT_INPUT in form and request.questions:
-        out[f"q.{request.questions[0].id}"] = ["yes"]
+        out.setdefault(f"q.{request.questions[0].id}", ["yes"])
     return out

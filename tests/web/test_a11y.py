@@ -53,6 +53,7 @@ def pages(scene: Scene) -> dict[str, str]:
     shown["not found"] = "/inbox/r/no-such-request"
     shown["email link, open"] = scene.link
     shown["email link, closed"] = scene.closed_link
+    shown["standing approvals"] = "/inbox/grants"
     return shown
 
 

@@ -81,6 +81,8 @@ async def test_forged_or_unoffered_grant_keys_record_nothing(tmp_path: Path) -> 
             refused = await person.submit(f"/inbox/r/{rid}/answer", {"grant": key})
             assert refused.status_code == 422, key
             assert "not offered" in refused.text or "not valid" in refused.text
+        rejecting = await person.submit(f"/inbox/r/{rid}/answer", {"q.approve": "no", "grant": "span:3600"})
+        assert rejecting.status_code == 422 and "goes with an approval" in rejecting.text
         plain = await create(bridge, {"title": "Pick", "questions": [
             {"id": "c", "kind": "choice", "prompt": "Which?", "options": ["a", "b"]}]})
         await person.open(plain)
