@@ -8,8 +8,8 @@
 Writes docs/inbox-desktop.png (1280 wide: list and request side by side),
 docs/inbox-phone.png and docs/inbox-phone-detail.png (390×844), docs/inbox-dark.png
 (desktop, dark mode), docs/inbox-grant-buttons.png (a tool call with the standing-approval
-buttons next to Approve; docs/inbox-phone-grants.png on a phone) and docs/inbox-standing-approvals.png (the page that lists and
-revokes them).
+buttons next to Approve; docs/inbox-phone-grants.png on a phone) and
+docs/inbox-standing-approvals.png (the page that lists and revokes them).
 """
 
 from __future__ import annotations
