@@ -79,21 +79,24 @@ def calls(n: int) -> list[Request]:
     return out
 
 
-def decision_times(n: int) -> tuple[list[float], dict[str, int]]:
+def decision_times(n: int) -> tuple[list[float], list[float], dict[str, int]]:
+    """Wall-clock and CPU (this thread's) milliseconds per decision: on a shared machine the
+    wall clock also counts the time other processes held the core."""
     ruleset = RuleSet([PolicyRule.model_validate(r) for r in thousand_rules()])
     requests = calls(n)
     for request in requests[:500]:  # warm the caches (compiled path globs)
         ruleset.evaluate(request)
-    samples, effects = [], {"allow": 0, "deny": 0, "ask": 0, "none": 0}
+    samples, cpu, effects = [], [], {"allow": 0, "deny": 0, "ask": 0, "none": 0}
     for request in requests:
-        start = time.perf_counter_ns()
+        start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
         verdict = ruleset.evaluate(request)
+        cpu.append((time.thread_time_ns() - start_cpu) / 1e6)
         samples.append((time.perf_counter_ns() - start) / 1e6)
         effects[verdict.effect.value if verdict.effect else "none"] += 1
-    return samples, effects
+    return samples, cpu, effects
 
 
-async def create_to_answer(total: int) -> list[float]:
+async def create_to_answer(total: int) -> tuple[list[float], list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         config = {"store": {"url": f"sqlite:///{tmp}/bench.db"}, "http": {"listen": f"127.0.0.1:{port}"},
@@ -102,8 +105,16 @@ async def create_to_answer(total: int) -> list[float]:
                   "policies": thousand_rules()}
         async with serve_process(Path(tmp), port, yaml.safe_dump(config)):
             base = f"http://127.0.0.1:{port}"
-            samples = []
+            samples, baseline = [], []
             async with httpx.AsyncClient(base_url=base) as http:
+                for i in range(total // 2):  # the same create, asked of a person: what the machine gives now
+                    body = {"title": "Allow Bash", "engine": "claude", "tool": "Bash",
+                            "context": {"command": f"frobnicate {i}"},
+                            "questions": [{"id": "approve", "kind": "confirm", "prompt": "Allow?"}]}
+                    start = time.perf_counter()
+                    created = (await http.post("/v1/requests", json=body)).json()
+                    await http.get(f"/v1/requests/{created['id']}")
+                    baseline.append((time.perf_counter() - start) * 1000)
                 for i in range(total + 20):
                     body = {"title": "Allow Bash", "engine": "claude", "tool": "Bash",
                             "context": {"command": f"git status --short {i}"},
@@ -116,7 +127,7 @@ async def create_to_answer(total: int) -> list[float]:
                         raise RuntimeError(f"not decided by a rule: {view.get('state')}")
                     if i >= 20:  # the first calls warm the connection and the daemon
                         samples.append(elapsed)
-            return samples
+            return samples, baseline
 
 
 async def main() -> None:
@@ -124,12 +135,14 @@ async def main() -> None:
     parser.add_argument("--decisions", type=int, default=20_000)
     parser.add_argument("--requests", type=int, default=500)
     args = parser.parse_args()
-    samples, effects = decision_times(args.decisions)
+    samples, cpu, effects = decision_times(args.decisions)
     print(f"rule decision with 1,000 rules over {len(samples):,} calls ({effects}): p50 {pct(samples, 0.5):.3f} ms, "
-          f"p99 {pct(samples, 0.99):.3f} ms, max {max(samples):.3f} ms   (target p99 ≤ 0.2 ms)")
-    waited = await create_to_answer(args.requests)
+          f"p99 {pct(samples, 0.99):.3f} ms, max {max(samples):.3f} ms; CPU time p50 {pct(cpu, 0.5):.3f} ms, "
+          f"p99 {pct(cpu, 0.99):.3f} ms   (target p99 ≤ 0.2 ms)")
+    waited, baseline = await create_to_answer(args.requests)
     print(f"create → answer (long poll) for {len(waited)} requests a rule allows: p50 {pct(waited, 0.5):.2f} ms, "
-          f"p99 {pct(waited, 0.99):.2f} ms   (target p50 ≤ 3 ms)")
+          f"p99 {pct(waited, 0.99):.2f} ms   (target p50 ≤ 3 ms; the same create + read of a request asked "
+          f"of a person, for comparison: p50 {pct(baseline, 0.5):.2f} ms)")
 
 
 if __name__ == "__main__":

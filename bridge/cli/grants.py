@@ -36,8 +36,8 @@ def grant_option(text: str | None) -> str | dict[str, Any] | None:
     except ValueError:
         raise Failed(f"--grant {text[:40]!r}: give session, a span (1h, 30m), always or always=PATTERN",
                      USAGE) from None
-    if seconds <= 0:
-        raise Failed("--grant: a span must be longer than 0", USAGE)
+    if not 0 < seconds <= 366 * 86400:
+        raise Failed("--grant: a span is longer than 0 and at most 366 days", USAGE)
     return f"span:{seconds}"
 
 

@@ -16,7 +16,7 @@ from datetime import timedelta
 from bridge.answering.desk import Attempt, Desk
 from bridge.answering.values import is_rejection
 from bridge.errors import GrantRefused
-from bridge.models import Request
+from bridge.models import Request, has_lone_surrogate
 from bridge.policy.choice import GrantChoice, GrantScope, grant_offers
 from bridge.policy.patterns_default import bare, default_pattern, narrow_enough
 from bridge.store.concerns.grants import Grant
@@ -55,6 +55,8 @@ def plan_grant(desk: Desk, attempt: Attempt, choice: GrantChoice) -> Grant | Non
         expires = now + timedelta(seconds=choice.span_s)
     default = default_pattern(request) if choice.scope is GrantScope.always else bare(request)
     pattern = (choice.pattern or "").strip() or default
+    if has_lone_surrogate(pattern) or any(ord(c) < 32 for c in pattern):
+        raise GrantRefused("pattern refused: it holds control characters or text that is not valid Unicode")
     wider = narrow_enough(pattern, default, request)
     if wider is not None:
         raise GrantRefused(f"pattern refused: {wider}")

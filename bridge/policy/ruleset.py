@@ -44,9 +44,10 @@ class CompiledRule:
 
     @classmethod
     def of(cls, index: int, rule: PolicyRule) -> CompiledRule:
+        deny = rule.effect is Effect.deny  # a value too long to read: a deny matches it, an allow does not
         return cls(index, rule, parse_rule(rule.rule) if rule.rule else None,
-                   tuple((path, compile_value(p)) for path, p in rule.arguments.items()),
-                   tuple((label, compile_value(p)) for label, p in rule.labels.items()),
+                   tuple((path, compile_value(p, oversize=deny)) for path, p in rule.arguments.items()),
+                   tuple((label, compile_value(p, oversize=deny)) for label, p in rule.labels.items()),
                    _options(rule.source), _options(rule.route))
 
     @property

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from bridge.answering.actor import Actor, ActorKind
 from bridge.answering.desk import Desk
 from bridge.answering.pipeline import answer_open
+from bridge.answering.responders import may_answer
 from bridge.config_routes import Route
 from bridge.errors import AutomaticRefused, BridgeError
 from bridge.models import Request
@@ -101,8 +102,9 @@ async def verdict(desk: PolicyDesk, request: Request) -> Verdict:
     if grants_may_decide(request, route, rules):
         now = desk.clock.now()
         for grant in await desk.store.grants_for(request.tool or "", request.source, request.route, now):
-            if grant.active(now) and grant_matches(grant, request):
-                return Verdict(Effect.allow, rules.rule, grant, rules.grants is True)
+            if grant.active(now) and grant_matches(grant, request) \
+                    and await may_answer(desk, request, Actor.of(grant.grantor, grant.via)):
+                return Verdict(Effect.allow, rules.rule, grant, rules.grants is True)  # the answer path checks again
     return Verdict(Effect.ask, rules.rule)
 
 

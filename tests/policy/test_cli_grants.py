@@ -45,3 +45,15 @@ async def test_grant_from_the_cli_then_list_show_and_revoke(tmp_path: Path) -> N
         env["HITL_BRIDGE_TOKEN"] = AGENT
         code, _out, err = await run("grants", "revoke", grant["id"])
         assert code == 1 and "act_for_others" in err
+
+
+async def test_show_says_which_rule_decided(tmp_path: Path) -> None:
+    from tests.policy.test_verdict import config as with_rules
+
+    async with running_bridge(tmp_path, with_rules()) as bridge, httpx.AsyncClient(base_url=bridge.base_url) as http:
+        decided = await create(http, call("curl https://example.com"))
+        env = clean_env(HITL_BRIDGE_URL=bridge.base_url, HITL_BRIDGE_TOKEN=OPS)
+        done = await asyncio.to_thread(cli, "show", decided["id"], cwd=tmp_path, env=env)
+        assert done.code == 0, done.err
+        assert "by policy:no-curl (decided automatically) via policy" in done.out
+        assert "no network from agents" in done.out

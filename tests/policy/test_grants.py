@@ -6,6 +6,7 @@ PostgreSQL); a quorum route never lets a grant decide."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bridge.policy.rules import PolicyRule
 from tests.fakes.slack_api import FakeSlack
 from tests.harness import ManualClock, running_bridge, wait_for
 from tests.slack.conftest import CHANNEL, slack_section
@@ -54,8 +56,9 @@ async def create(http: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any
 
 
 async def approve_with(http: httpx.AsyncClient, request_id: str, grant: Any) -> httpx.Response:
-    return await http.post(f"/v1/requests/{request_id}/answer", headers=HEADERS,
-                           json={"values": {"approve": "yes"}, "grant": grant})
+    body = json.dumps({"values": {"approve": "yes"}, "grant": grant})  # ASCII: a lone surrogate as JSON "\ud800"
+    return await http.post(f"/v1/requests/{request_id}/answer", content=body,
+                           headers={**HEADERS, "Content-Type": "application/json"})
 
 
 async def test_a_grant_allows_what_it_covers_and_nothing_else(tmp_path: Path, fake: FakeSlack) -> None:
@@ -101,6 +104,9 @@ async def test_widening_and_unoffered_grants_are_refused_and_the_answer_with_the
             ("span:abc", "not a standing-approval choice"),
             ({"scope": "forever"}, "scope"),
             ({"scope": "always", "pattern": "x" * 1001}, "1000"),
+            ({"scope": "always", "pattern": "Bash(git push origin\u0000:*)"}, "control characters"),
+            ({"scope": "always", "pattern": "Bash(git push origin\ud800:*)"}, "unicode string"),
+            ({"scope": "always", "pattern": "Bash(git push origin main)", "extra": 1}, "extra"),
         ]
         for grant, words in cases:
             refused = await approve_with(http, asked["id"], grant)
@@ -157,6 +163,10 @@ async def test_a_quorum_route_ignores_grants_and_grants_off_offers_none(tmp_path
         bridge.apply(bridge.settings.model_copy(update={"routes": [
             bridge.settings.routes[0].model_copy(update=quorum)]}))
         assert (await create(http, call("deploy")))["state"] == "pending"
+        explicit = PolicyRule(name="deploys-by-grant", rule="Bash(deploy:*)", grants=True)
+        bridge.apply(bridge.settings.model_copy(update={"policies": [explicit]}))
+        assert (await create(http, call("deploy")))["state"] == "answered"  # a rule says so explicitly
+        bridge.apply(bridge.settings.model_copy(update={"policies": []}))
         bridge.apply(bridge.settings.model_copy(update={"routes": [
             bridge.settings.routes[0].model_copy(update={"quorum": 1, "grants": False})]}))
         assert (await create(http, call("deploy")))["state"] == "pending"

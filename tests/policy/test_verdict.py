@@ -97,3 +97,20 @@ async def test_fyi_routes_show_automatic_decisions_as_decided(tmp_path: Path) ->
         first = await create(http, call("ls"))
         assert (await approve_with(http, first["id"], "span:3600")).status_code == 200
         assert (await create(http, call("ls -a")))["answer"]["via"] == "grant"
+
+
+async def test_a_value_too_long_to_read_is_denied_by_a_deny_and_not_allowed_by_an_allow(tmp_path: Path) -> None:
+    rules = [{"name": "make", "rule": "Bash(make:*)", "effect": "allow"},
+             {"name": "no-secrets", "tool": "Bash", "arguments": {"command": "re:AKIA[0-9A-Z]{16}"}, "effect": "deny",
+              "reason": "no cloud keys on the command line"},
+             {"name": "no-etc", "rule": "Edit(//etc/**)", "effect": "deny", "reason": "not /etc"}]
+    async with running_bridge(tmp_path, {**config(), "policies": rules}) as bridge, \
+            httpx.AsyncClient(base_url=bridge.base_url) as http:
+        long = call("make")
+        long["context"]["command"] = "make " + "x" * 20_000
+        denied = await create(http, long)
+        assert denied["answer"]["responder"]["name"] == "policy:no-secrets"  # unread: a deny holds
+        edit = call("")
+        edit.update(tool="Edit", context={"file_path": "/etc/" + "a/" * 6000 + "x"})
+        assert (await create(http, edit))["answer"]["responder"]["name"] == "policy:no-etc"
+        assert (await create(http, call("make all")))["answer"]["responder"]["name"] == "policy:make"
