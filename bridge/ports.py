@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from bridge.policy import GrantChoice, GrantOffer
     from bridge.store.base import Store
+    from bridge.store.concerns.grants import Grant
 
 
 class DeliveryError(Exception):
@@ -118,6 +119,18 @@ class BridgeAPI(RequestSink, Protocol):
 
     def grant_offers(self, request: Request) -> list[GrantOffer]:
         """The standing approvals to offer next to Approve for `request` (may be empty)."""
+        ...
+
+    async def list_grants(self, *, active_only: bool = True) -> list[Grant]:
+        """Standing approvals, newest first (`active_only`: those in force now)."""
+        ...
+
+    async def get_grant(self, grant_id: str) -> Grant:
+        """One standing approval (bridge.errors.GrantNotFound)."""
+        ...
+
+    async def revoke_grant(self, grant_id: str, *, actor: str) -> Grant:
+        """Revoke it as `actor` (a verified identity): it decides nothing more, on any replica."""
         ...
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:

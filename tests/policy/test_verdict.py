@@ -4,6 +4,7 @@ the config (SIGHUP's path), and a route may show automatic decisions for informa
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -114,3 +115,20 @@ async def test_a_value_too_long_to_read_is_denied_by_a_deny_and_not_allowed_by_a
         edit.update(tool="Edit", context={"file_path": "/etc/" + "a/" * 6000 + "x"})
         assert (await create(http, edit))["answer"]["responder"]["name"] == "policy:no-etc"
         assert (await create(http, call("make all")))["answer"]["responder"]["name"] == "policy:make"
+
+
+async def test_the_callback_says_which_rule_decided(tmp_path: Path) -> None:
+    from tests.harness import callback_receiver
+
+    async with callback_receiver() as rx, running_bridge(tmp_path, config()) as bridge, \
+            httpx.AsyncClient(base_url=bridge.base_url) as http:
+        body = call("curl https://example.com")
+        body["callback"] = {"url": rx.url, "secret": "s" * 32}
+        decided = await create(http, body)
+        assert decided["state"] == "answered"
+        [got] = await wait_for(lambda: rx.received, 10)
+        payload = json.loads(got.body)
+        assert payload["answer"]["values"] == {"approve": "no"}
+        assert payload["answer"]["reason"] == "no network from agents"
+        assert payload["answer"]["responder"]["platform"] == "policy"
+        assert payload["answer"]["responder"]["user_id"] == "no-curl" and payload["answer"]["via"] == "policy"
