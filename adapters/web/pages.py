@@ -79,7 +79,7 @@ class Inbox:
             Route("/inbox/login", self.login, methods=["POST"]),
             Route("/inbox/logout", self.logout, methods=["POST"]),
             *LinkPages(self.render, self.auth).routes(),
-            *StandingApprovals(self._guard, self._page, self._message).routes(),
+            *StandingApprovals(self._guard, self._page, self.clock).routes(),
             Mount("/inbox/static", app=StaticFiles(directory=STATIC), name="inbox-static"),
         ]
 

@@ -121,6 +121,8 @@ async def test_the_standing_approvals_page_lists_and_revokes_behind_csrf(tmp_pat
         after = text_of((await person.get(done.headers["location"])).text)
         assert "was revoked" in after and "No standing approvals." in after
         assert await bridge.service.list_grants() == []
+        events = await bridge.store.list_events(rid)
+        assert [(e.kind, e.actor) for e in events if e.kind == "grant_revoked"] == [("grant_revoked", "web:local")]
         asked = await create(bridge, call("npm test"))
         assert (await bridge.service.get(asked)).is_open  # type: ignore[union-attr]
 
