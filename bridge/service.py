@@ -67,6 +67,7 @@ class BridgeService(StandingApprovals):
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
         #: `policies:` compiled (bridge.policy): swapped whole on reload
         self.policies = RuleSet()
+        self._deciding: set[str] = set()  # new requests the verdict step is deciding (never posted)
 
     # helpers ----------------------------------------------------------------------------
     def background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
@@ -163,7 +164,11 @@ class BridgeService(StandingApprovals):
         saved, created = await self.store.create_request(stored, event)
         if created:
             self.lifecycle.created(saved)
-            decided = await decide(self, saved)  # a rule or a standing approval, before anyone is asked
+            self._deciding.add(saved.id)  # shown nowhere yet: its close updates no copy
+            try:
+                decided = await decide(self, saved)  # a rule or a standing approval, before anyone is asked
+            finally:
+                self._deciding.discard(saved.id)
             if decided is not None:
                 if route.fyi_automatic:
                     self.background(self.post(decided, decided.targets, fyi=True), f"post {saved.id}")
@@ -322,7 +327,8 @@ class BridgeService(StandingApprovals):
         for hook in self.on_answered:
             hook(request)
         self.changes.publish(request)
-        self.background(self.update_channels(request), f"update {request.id}")
+        if request.id not in self._deciding:
+            self.background(self.update_channels(request), f"update {request.id}")
 
     async def cancel(self, request_id: str, *, actor: str, reason: str = "", claimed: str | None = None) -> Request:
         """Cancel as `actor` (a verified identity); `claimed` (who the caller says acts) is

@@ -39,7 +39,7 @@ class AnswerBody(BaseModel):
         "as that person (anyone else is refused: 403); otherwise only the name shown, and the answer "
         "counts as the token's own (api:<token name>)"))
     reason: str | None = Field(default=None, max_length=2000)
-    grant: GrantChoice | str | None = Field(default=None, description=(
+    grant: dict[str, Any] | str | None = Field(default=None, description=(
         "with an approval: a standing approval for calls like this one (bridge.policy): "
         '{"scope": "session"|"span"|"always", "span_s": 3600, "pattern": "Bash(npm test:*)"}, or a '
         "button key: once, session, span:3600, always"))
@@ -171,8 +171,9 @@ async def answer_request(request: Request, request_id: str) -> dict[str, Any] | 
         await service.note(request_id, "refused", f"api:{caller_name(settings, authorization)}",
                            {"name": exc.who, "via": "api", "reason": "not a person"})
         return error_response(exc)
-    try:
-        grant = GrantOffer.parse_key(body.grant) if isinstance(body.grant, str) else body.grant
+    try:  # read here, not by the body's model: its schema stays one object for the API's pages
+        grant = GrantOffer.parse_key(body.grant) if isinstance(body.grant, str) else \
+            None if body.grant is None else GrantChoice.model_validate(body.grant)
     except ValueError as exc:
         raise HTTPException(422, f"grant: {exc}") from None
     try:

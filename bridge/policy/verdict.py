@@ -156,6 +156,12 @@ async def decide(desk: PolicyDesk, request: Request) -> Request | None:
         desk.lifecycle.auto_decided(request, "ask", label)
         await _note(desk, request, "policy_skipped", {"by": found.by, "why": str(exc)[:300]})
         return None
+    except Exception as exc:  # a fault while recording: as the store has it (closed or not), never lost
+        log.exception("request %s: recording the automatic answer failed", request.id)
+        desk.lifecycle.auto_decided(request, "error", label)
+        await _note(desk, request, "policy_error", {"by": found.by, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+        current = await desk.store.get_request(request.id)
+        return current if current is not None and not current.is_open else None
     desk.lifecycle.auto_decided(decided, found.effect.value, label)
     return decided if not decided.is_open else None
 

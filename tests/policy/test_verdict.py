@@ -132,3 +132,17 @@ async def test_the_callback_says_which_rule_decided(tmp_path: Path) -> None:
         assert payload["answer"]["reason"] == "no network from agents"
         assert payload["answer"]["responder"]["platform"] == "policy"
         assert payload["answer"]["responder"]["user_id"] == "no-curl" and payload["answer"]["via"] == "policy"
+
+
+async def test_a_fault_while_recording_the_rule_answer_leaves_the_request_to_people(tmp_path: Path) -> None:
+    from tests.harness import refuse_request_updates
+
+    async with running_bridge(tmp_path, config()) as bridge, httpx.AsyncClient(base_url=bridge.base_url) as http:
+        refuse_request_updates(tmp_path / "bridge.db", True)  # the store refuses to change a request
+        try:
+            kept = await create(http, call("make fault"))
+        finally:
+            refuse_request_updates(tmp_path / "bridge.db", False)
+        assert kept["state"] == "pending" and kept["answer"] is None  # open: a person decides
+        error = next(e for e in await events(http, kept["id"]) if e["kind"] == "policy_error")
+        assert error["data"]["by"] == "policy:make"
