@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from bridge.errors import BridgeError, NotAPerson
 from bridge.http.auth import api_responder, caller_name, may_manage, not_yours, require_api_token
-from bridge.http.schemas import body_of
 from bridge.http.views import event_view, offer_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import Request as BridgeRequest
 from bridge.models import RequestState
@@ -151,7 +150,8 @@ async def answer_body(request: Request) -> AnswerBody:
         raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
 
 
-@router.post("/requests/{request_id}/answer", response_model=None, openapi_extra=body_of(AnswerBody))
+@router.post("/requests/{request_id}/answer", response_model=None, openapi_extra={"requestBody": {
+    "required": True, "content": {"application/json": {"schema": AnswerBody.model_json_schema()}}}})
 async def answer_request(request: Request, request_id: str) -> dict[str, Any] | JSONResponse:
     body = await answer_body(request)
     service = service_of(request)

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -19,15 +20,26 @@ from bridge.http.body_limit import BodyLimit, too_large
 from bridge.http.docs import install_docs
 from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
-from bridge.http.schemas import COMPONENTS_KEY as COMPONENTS_KEY
-from bridge.http.schemas import component_schemas as component_schemas
 from bridge.service import BridgeService
 from bridge.store.base import StoreError
+
+COMPONENTS_KEY = "x-hitl-components"
 
 
 class FirstRoute(Route):
     """A route the router tries before all others: a hot path (intake) skips matching the
     API's routes first. Its path and method must be served by no other route."""
+
+
+def component_schemas(*models: type[BaseModel]) -> dict[str, Any]:
+    """Schemas for routes that parse their own body: put under `openapi_extra[COMPONENTS_KEY]`,
+    they are moved to `components.schemas` when the OpenAPI document is built."""
+    out: dict[str, Any] = {}
+    for model in models:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        out.update(schema.pop("$defs", {}))
+        out[model.__name__] = schema
+    return out
 
 
 def _hoist_components(document: dict[str, Any]) -> dict[str, Any]:
