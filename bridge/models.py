@@ -140,6 +140,21 @@ class Responder(BaseModel):
         return f"{self.platform}:{self.user_id}"
 
 
+class GrantMade(BaseModel):
+    """The standing approval a person made with their answer (bridge.policy), kept with the
+    answer so every copy of the request can say it: "Allowed for 1 hour by ana — until 14:05"."""
+
+    #: `session`, `span` or `always` (bridge.policy.GrantScope)
+    scope: str
+    #: the rule it matches (`Bash(npm test:*)`); None: the request's tool
+    pattern: str | None = None
+    #: how long a `span` grant lasts, and when it stops; None: with the session, or until revoked
+    span_s: float | None = None
+    expires_at: datetime | None = None
+    #: the stored grant's id, once the policy core has stored it
+    grant_id: str | None = None
+
+
 class Answer(BaseModel):
     """The final answer: one value per question, who gave it, when and through which channel."""
 
@@ -148,6 +163,8 @@ class Answer(BaseModel):
     via: str
     answered_at: datetime
     reason: str | None = None
+    #: the standing approval made with this answer, if any
+    grant: GrantMade | None = None
 
 
 StepKind = Literal["remind", "escalate", "page"]

@@ -16,10 +16,13 @@ from enum import StrEnum
 from typing import Any
 
 from bridge.errors import AlreadyClosed
-from bridge.models import Answer, Request, RequestState
+from bridge.models import Answer, GrantMade, Request, RequestState
+from bridge.policy.pressed import granted_words
 from bridge.questions import Question, QuestionKind
 
 TIMEOUT_VIA = "timeout"
+#: the platforms of automatic answers (bridge.policy): a config rule, a stored grant
+AUTOMATIC = {"policy": "rule", "grant": "grant"}
 
 
 class OutcomeKind(StrEnum):
@@ -39,7 +42,8 @@ class Outcome:
     reason, or the error of a cancel or a failure; `default`: what the timeout rule said
     (approved, rejected or answered) for `expired_with_default`; `choice`: the option picked
     on a lone choice question; `secret`: the answer is a lone secret; `tally`: the votes
-    line of a quorum route, when the caller has it."""
+    line of a quorum route, when the caller has it; `grant`: the standing approval made
+    with the answer; `automatic`: what decided without a person ("rule reads", "grant g1")."""
 
     kind: OutcomeKind
     who: str = ""
@@ -50,6 +54,8 @@ class Outcome:
     choice: str | None = None
     secret: bool = False
     tally: str = ""
+    grant: GrantMade | None = None
+    automatic: str = ""
 
     @property
     def answered(self) -> bool:
@@ -60,6 +66,10 @@ class Outcome:
         """The sentence without time or reason, with `who` and `choice` as the surface shows
         them (a mention, escaped, bold): "Rejected by ana", "“blue” chosen by ana"."""
         by = self.who if who is None else who
+        if self.automatic and self.kind in (OutcomeKind.approved, OutcomeKind.rejected):
+            return f"{self.kind.value.capitalize()} automatically by {self.automatic}"
+        if self.kind is OutcomeKind.approved and self.grant is not None:
+            return f"{granted_words(self.grant.scope, self.grant.span_s)} by {by}"
         if self.kind is OutcomeKind.approved:
             return f"Approved by {by}"
         if self.kind is OutcomeKind.rejected:
@@ -130,8 +140,10 @@ def ending(state: RequestState, answer: Answer | None, questions: Sequence[Quest
     if said is OutcomeKind.answered and lone is not None and lone.kind is QuestionKind.choice:
         choice = str(values.get(lone.id, ""))
     secret = said is OutcomeKind.answered and lone is not None and lone.kind is QuestionKind.secret
+    automatic = AUTOMATIC.get(answer.responder.platform, "")
     return Outcome(said, answer.responder.display, answer.via, answer.answered_at, answer.reason or "",
-                   choice=choice, secret=secret, tally=tally)
+                   choice=choice, secret=secret, tally=tally, grant=answer.grant,
+                   automatic=f"{automatic} {answer.responder.user_id}" if automatic else "")
 
 
 def closed_state(state: str, via: str | None) -> str:

@@ -6,8 +6,10 @@
     .venv/bin/python scripts/screenshots.py --serve    # keeps the daemon up to look around
 
 Writes docs/inbox-desktop.png (1280 wide: list and request side by side),
-docs/inbox-phone.png and docs/inbox-phone-detail.png (390×844), and docs/inbox-dark.png
-(desktop, dark mode).
+docs/inbox-phone.png and docs/inbox-phone-detail.png (390×844), docs/inbox-dark.png
+(desktop, dark mode), docs/inbox-grant-buttons.png (a tool call with the standing-approval
+buttons next to Approve; docs/inbox-phone-grants.png on a phone) and
+docs/inbox-standing-approvals.png (the page that lists and revokes them).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from bridge.config import Settings  # noqa: E402
 from bridge.daemon import Daemon  # noqa: E402
 from bridge.models import Responder  # noqa: E402
+from bridge.policy import GrantChoice, GrantScope  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ANA_TOKEN = "ana-inbox-token-0123456789"
@@ -75,6 +78,22 @@ CLOSED: list[tuple[dict[str, Any], Responder, str, dict[str, Any], str | None]] 
 ]
 
 
+def tool_call(command: str, tool: str = "Bash", **context: Any) -> dict[str, Any]:
+    """A Claude Code permission prompt, as the MCP tool `permission_prompt` files it."""
+    return {"title": f"Claude Code wants to run {tool}: {command}", "agent": "claude-code", "engine": "claude",
+            "tool": tool, "session": "7f3c-session", "workspace": "/home/ana/src/shop",
+            "context": {"command": command, **context},
+            "questions": [{"id": "approve", "kind": "confirm", "prompt": "Allow this call?"}]}
+
+
+GRANTED: list[tuple[dict[str, Any], GrantChoice]] = [
+    (tool_call("npm test -- --watch=false"), GrantChoice(scope=GrantScope.always)),
+    (tool_call("https://docs.stripe.com/api", tool="WebFetch"), GrantChoice(scope=GrantScope.span, span_s=3600)),
+    (tool_call("./src/cart.ts", tool="Edit"), GrantChoice(scope=GrantScope.session)),
+]
+ASKED = tool_call("npm install stripe@14", description="Adds the Stripe SDK to package.json.")
+
+
 def settings(tmp: Path) -> Settings:
     return Settings.model_validate({
         "store": {"url": f"sqlite:///{tmp}/bridge.db"},
@@ -98,6 +117,12 @@ async def fill(daemon: Daemon) -> dict[str, str]:
         ids["deploy"] = (await api.post("/v1/requests", json=DEPLOY)).raise_for_status().json()["id"]
     bo = Responder(platform="slack", user_id="U0BO", name="bo")
     await daemon.service.answer(ids["deploy"], bo, {"approve": "yes"}, via="slack")  # 1 of 2 votes
+    ana = Responder(platform="web", user_id="ana", name="ana", person="ana")
+    async with httpx.AsyncClient(base_url=daemon.base_url) as api:
+        for body, choice in GRANTED:
+            made = (await api.post("/v1/requests", json=body)).raise_for_status().json()
+            await daemon.service.answer(made["id"], ana, {"approve": "yes"}, via="web", grant=choice)
+        ids["tool"] = (await api.post("/v1/requests", json=ASKED)).raise_for_status().json()["id"]
     await daemon.service.drain()
     return ids
 
@@ -116,6 +141,9 @@ async def shoot(daemon: Daemon, ids: dict[str, str]) -> list[Path]:
                 ("inbox-phone-detail.png", {"width": 390, "height": 844}, "light", f"/inbox/r/{ids['deploy']}"),
                 ("inbox-dark.png", {"width": 1280, "height": 860}, "dark",
                  f"/inbox/r/{ids['Review the arguments of kubectl scale']}"),
+                ("inbox-grant-buttons.png", {"width": 1280, "height": 860}, "light", f"/inbox/r/{ids['tool']}"),
+                ("inbox-standing-approvals.png", {"width": 1280, "height": 560}, "light", "/inbox/grants"),
+                ("inbox-phone-grants.png", {"width": 390, "height": 844}, "light", f"/inbox/r/{ids['tool']}"),
             ]
             for name, viewport, scheme, path in shots:
                 phone = viewport["width"] < 600
@@ -129,6 +157,8 @@ async def shoot(daemon: Daemon, ids: dict[str, str]) -> list[Path]:
                 await page.wait_for_url("**/inbox")
                 await page.goto(base + path)
                 await page.wait_for_selector("html[data-js=ready]")
+                if name == "inbox-grant-buttons.png":
+                    await page.locator("details.grant-pattern summary").click()  # the pattern to narrow
                 if "kubectl" in path or name == "inbox-dark.png":
                     editor = page.locator("textarea[data-json]")
                     await editor.fill('{\n  "deployment": "batch-worker",\n  "namespace": "jobs",\n  "replicas": 8\n}')

@@ -85,7 +85,8 @@ class EmailChannel:
             return PostResult(target=target, ok=False, error=f"{exc} (permanent)")
         link = await link_for(self.store, request.id, f"email:{to.addr_spec}", deadline=request.deadline)
         message = request_mail(request, to=to, sender=self.settings.sender, link=f"{self.public_url}/inbox/a/"
-                               f"{link.token}", kind=kind, thread=thread, now=self.clock.now())
+                               f"{link.token}", kind=kind, thread=thread, now=self.clock.now(),
+                               offers=[o.label for o in self.bridge.grant_offers(request)])
         try:
             await self.sender.send(message)
         except SendFailed as failure:

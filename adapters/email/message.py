@@ -5,6 +5,7 @@ headers that thread reminders and escalations under the first mail."""
 from __future__ import annotations
 
 import email.policy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from email.headerregistry import Address
@@ -82,8 +83,10 @@ def _compact(value: object) -> str:
 
 
 def request_mail(request: Request, *, to: Address, sender: Address, link: str, kind: Kind,
-                 thread: Thread | None, now: datetime, note: str = "") -> EmailMessage:
-    """The mail to one recipient. `thread` set: a reply in the first mail's thread."""
+                 thread: Thread | None, now: datetime, note: str = "",
+                 offers: Sequence[str] = ()) -> EmailMessage:
+    """The mail to one recipient. `thread` set: a reply in the first mail's thread. `offers`:
+    the labels of the standing approvals the answer page shows next to Approve."""
     subject = subject_of(request) if thread is None else thread.subject
     if kind == "reminder":
         subject = "Reminder: " + subject
@@ -99,6 +102,7 @@ def request_mail(request: Request, *, to: Address, sender: Address, link: str, k
         if request.deadline else "",
         "secret": bool(request.secret_question_ids),
         "outcome": "" if request.is_open else outcome_of(request),
+        "offers": list(offers) if request.is_open else [],
     }
     msg = EmailMessage(policy=POLICY)
     msg["Subject"] = subject
@@ -125,5 +129,7 @@ def outcome_of(request: Request) -> str:
     if ended.answered or ended.kind is OutcomeKind.expired_with_default:
         at = f" at {ended.at.strftime('%H:%M UTC')}" if ended.at else ""
         reason = f" — {ended.reason}" if ended.reason else ""
-        return f"{ended.headline}{at}{reason}"
+        grant = ended.grant
+        until = f" (until {grant.expires_at.strftime('%Y-%m-%d %H:%M UTC')})" if grant and grant.expires_at else ""
+        return f"{ended.headline}{at}{until}{reason}"
     return ended.headline + (f": {ended.reason}" if ended.reason else "")

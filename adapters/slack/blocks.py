@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.slack.text import clock, escape, mrkdwn, plain, show_value, slack_date, truncate, who
-from bridge.models import Request
+from bridge.models import GrantMade, Request
 from bridge.outcome import OutcomeKind, outcome_of
+from bridge.policy import GrantOffer
 from bridge.questions import Question, QuestionKind
 
 ACTION_PREFIX = "hitl:"
@@ -21,6 +22,7 @@ CHOICE = "hitl:choice"  # + ":<index>"
 SELECT = "hitl:select"
 OPEN_MODAL = "hitl:open"
 DETAILS = "hitl:details"
+GRANT = "hitl:grant"  # + ":<offer key>"; the value repeats the key (bridge.policy.GrantOffer.key)
 MAX_BUTTON_CHOICES = 5
 MAX_FIELDS = 10
 FIELD_VALUE_CHARS = 300
@@ -67,14 +69,16 @@ def message_metadata(request: Request, target: str) -> dict[str, Any]:
             "event_payload": {"request_id": request.id, "target": target}}
 
 
-def request_blocks(request: Request, notes: Sequence[str] = ()) -> list[dict[str, Any]]:
+def request_blocks(request: Request, notes: Sequence[str] = (),
+                   offers: Sequence[GrantOffer] = ()) -> list[dict[str, Any]]:
     """The whole message for `request`: controls while open (with its timing notes: votes
     so far, escalations), the outcome once closed. `notes` are the plain-text lines of
-    `bridge.timing_view.timing_notes` (escaped here)."""
+    `bridge.timing_view.timing_notes` (escaped here); `offers` the standing approvals shown
+    next to Approve (`BridgeAPI.grant_offers`)."""
     blocks = _summary_blocks(request)
     if request.is_open:
         blocks.extend(_question_blocks(request))
-        blocks.append(_controls(request))
+        blocks.append(_controls(request, offers))
         if notes:
             blocks.append(_notes(notes))
         blocks.append(_footer(request))
@@ -143,13 +147,14 @@ def inline_question(request: Request) -> Question | None:
     return None
 
 
-def _controls(request: Request) -> dict[str, Any]:
+def _controls(request: Request, offers: Sequence[GrantOffer] = ()) -> dict[str, Any]:
     question = inline_question(request)
     elements: list[dict[str, Any]]
     if question is not None and question.kind is QuestionKind.confirm:
         elements = [
             {"type": "button", "action_id": APPROVE, "style": "primary",
-             "text": plain("Approve", 75), "value": request.id},
+             "text": plain("Allow once" if offers else "Approve", 75), "value": request.id},
+            *(grant_button(offer) for offer in offers),
             {"type": "button", "action_id": REJECT, "style": "danger",
              "text": plain("Reject", 75), "value": request.id},
         ]
@@ -172,6 +177,19 @@ def _controls(request: Request) -> dict[str, Any]:
         elements = [{"type": "button", "action_id": OPEN_MODAL, "style": "primary",
                      "text": plain(label, 75), "value": request.id}]
     return {"type": "actions", "block_id": controls_block_id(request.id), "elements": elements}
+
+
+def grant_button(offer: GrantOffer) -> dict[str, Any]:
+    """One standing-approval button: its key (at most 14 characters) in the action id and
+    the value; "Always allow this" opens a modal to narrow the pattern first."""
+    return {"type": "button", "action_id": f"{GRANT}:{offer.key}", "text": plain(offer.label, 75),
+            "value": offer.key}
+
+
+def grant_key(action_id: str) -> str | None:
+    """The offer key a grant button's action id names, or None when it is not one."""
+    prefix = GRANT + ":"
+    return action_id[len(prefix):] if action_id.startswith(prefix) else None
 
 
 def _notes(notes: Sequence[str]) -> dict[str, Any]:
@@ -212,7 +230,18 @@ def outcome_text(request: Request) -> str:
     chosen = f"*{escape(truncate(ended.choice, 200))}*" if ended.choice is not None else None
     reason = f" — reason: {escape(truncate(ended.reason, 500))}" if ended.reason and not ended.secret else ""
     icon = {OutcomeKind.rejected: ":x:"}.get(kind, ":lock:" if ended.secret else ":white_check_mark:")
-    return f"{icon} {ended.words(who=by, choice=chosen)} at {at}{reason}"
+    if ended.automatic:
+        icon = ":robot_face:"
+    return f"{icon} {ended.words(who=by, choice=chosen)} at {at}{_granted(ended.grant, request)}{reason}"
+
+
+def _granted(grant: GrantMade | None, request: Request) -> str:
+    """After "Allowed for 1 hour by …": the pattern of the grant and when it stops."""
+    if grant is None:
+        return ""
+    until = f" — until {clock(grant.expires_at, request.created_at)}" if grant.expires_at else ""
+    pattern = f" · `{escape(truncate(grant.pattern, 200))}`" if grant.pattern else ""
+    return until + pattern
 
 
 def _short_values(request: Request) -> str:

@@ -21,6 +21,7 @@ from adapters.slack.directory import Directory
 from adapters.slack.sender import SlackSender
 from adapters.slack.targets import BadTarget, SlackTarget, parse_target
 from bridge.models import Request, utcnow
+from bridge.policy import GrantOffer
 from bridge.ports import BridgeAPI, PostResult
 from bridge.timing_view import timing_notes
 
@@ -118,9 +119,13 @@ class Copies:
         # an escalation post shows the votes and levels so far, like the updated copies
         return await self.sender.post_request(
             channel, what=f"chat.postMessage to {target}", text=fallback_text(request),
-            blocks=request_blocks(request, await self._notes(request)),
+            blocks=request_blocks(request, await self._notes(request), self._offers(request)),
             metadata=message_metadata(request, target),
             recover=lambda: self._find_own_post(channel, request.id, target))
+
+    def _offers(self, request: Request) -> list[GrantOffer]:
+        """The standing approvals shown next to Approve while the request is open."""
+        return self.api.grant_offers(request) if request.is_open else []
 
     async def _channel_id(self, channel: str) -> str | None:
         """The id of a `#name` channel we posted to before (history takes ids only)."""
@@ -171,7 +176,7 @@ class Copies:
     async def _update_copies(self, request: Request) -> None:
         posts = [p for p in await self.api.store.list_posts(request.id, "slack")
                  if p.ok and p.ref.get("channel") and p.ref.get("ts")]
-        blocks = request_blocks(request, await self._notes(request))
+        blocks = request_blocks(request, await self._notes(request), self._offers(request))
         text = fallback_text(request)
 
         async def one(channel: str, ts: str) -> None:

@@ -22,10 +22,12 @@ from adapters.slack.blocks import (
     OPEN_MODAL,
     REJECT,
     SELECT,
+    grant_key,
     inline_question,
     request_id_from_block,
 )
 from adapters.slack.calls import SlackCallFailed
+from adapters.slack.grant_modal import GRANT_CALLBACK, PATTERN_BLOCK, grant_modal, read_pattern
 from adapters.slack.modals import (
     ANSWER_CALLBACK,
     REJECT_CALLBACK,
@@ -41,6 +43,8 @@ from adapters.slack.text import clock, escape, truncate
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound, SelfApproval
 from bridge.models import Request, Responder
 from bridge.outcome import closed_error
+from bridge.policy import GrantChoice, GrantScope
+from bridge.policy.pressed import GrantRefused, approving_values, chosen_grant, offer_for_key
 from bridge.questions import InvalidAnswer, QuestionKind
 
 log = logging.getLogger("hitl_bridge.slack")
@@ -96,6 +100,7 @@ class Interactions:
         app.action(re.compile(r"^hitl:"))(self.on_action)
         app.view(ANSWER_CALLBACK)(self.on_answer_view)
         app.view(REJECT_CALLBACK)(self.on_reject_view)
+        app.view(GRANT_CALLBACK)(self.on_grant_view)
         app.event("message")(self.on_message)
         app.error(self.on_error)
 
@@ -118,12 +123,12 @@ class Interactions:
             log.warning("could not tell %s: %s", user_id, exc.error)
 
     async def _answer(self, ack: Ack, request_id: str, responder: Responder, values: dict[str, Any],
-                      *, reason: str | None = None,
+                      *, reason: str | None = None, grant: GrantChoice | None = None,
                       on_refusal: Callable[[Exception], Awaitable[bool]] | None = None
                       ) -> Exception | None:
         """Store the answer, then ack (or ack after `ack_budget_s` and keep storing).
         Returns the core's refusal, if any. `on_refusal(exc)` may ack itself (True)."""
-        task = asyncio.ensure_future(self.port.answer(request_id, responder, values, reason=reason))
+        task = asyncio.ensure_future(self.port.answer(request_id, responder, values, reason=reason, grant=grant))
         await asyncio.wait({task}, timeout=self.port.ack_budget_s)
         acked = False
         if not task.done():
@@ -162,6 +167,11 @@ class Interactions:
             await ack()
             await self._open_modal(action_id, request_id, responder, body, channel_id, message_ts)
             return
+        key = grant_key(action_id)
+        if key is not None:
+            await self._on_grant(ack, key, str(action.get("value", "")), request_id, responder, body,
+                                 channel_id, message_ts)
+            return
         request = await self._get(request_id)
         value = self._inline_value(request, action_id, action) if request else None
         if request is None or value is None:
@@ -192,6 +202,30 @@ class Interactions:
             return None
         return {question.id: question.options[int(raw)]}
 
+    async def _on_grant(self, ack: Ack, key: str, value: str, request_id: str, responder: Responder,
+                        body: dict[str, Any], channel_id: str, message_ts: str) -> None:
+        """A standing-approval button: Approve with the grant it names ("Always allow this"
+        first opens the modal to narrow its pattern)."""
+        request = await self._get(request_id)
+        try:
+            if request is None:
+                raise GrantRefused(UNKNOWN)
+            if value != key:  # the value repeats the key: anything else was not built here
+                raise GrantRefused("That button is not valid any more.")
+            offer = offer_for_key(self.port.grant_offers(request), key)
+            values = approving_values(request)
+        except GrantRefused as exc:
+            await ack()
+            await self._tell(channel_id, responder.user_id, str(exc))
+            return
+        if offer.choice.scope is GrantScope.always:
+            await ack()
+            await self._open_modal(GRANT_CALLBACK, request_id, responder, body, channel_id, message_ts)
+            return
+        refusal = await self._answer(ack, request_id, responder, values, grant=offer.choice)
+        if refusal is not None:
+            await self._tell(channel_id, responder.user_id, refusal_text(refusal))
+
     async def _open_modal(self, action_id: str, request_id: str, responder: Responder,
                           body: dict[str, Any], channel_id: str, message_ts: str) -> None:
         request = await self._get(request_id)
@@ -209,8 +243,15 @@ class Interactions:
             return
         else:
             origin = ModalOrigin(request.id, channel_id, message_ts)
-            view = reject_modal(request, origin) if action_id == REJECT \
-                else answer_modal(request, origin)
+            if action_id == GRANT_CALLBACK:
+                always = [o for o in self.port.grant_offers(request) if o.choice.scope is GrantScope.always]
+                if not always:
+                    await self._tell(channel_id, responder.user_id, "That button is not valid any more.")
+                    return
+                view = grant_modal(request, always[0], origin)
+            else:
+                view = reject_modal(request, origin) if action_id == REJECT \
+                    else answer_modal(request, origin)
         trigger = str(body.get("trigger_id", ""))
         try:
             await self.port.open_view(trigger, view)
@@ -272,6 +313,29 @@ class Interactions:
         refusal = await self._answer(ack, request.id, responder, values, reason=reason,
                                      on_refusal=refuse_inline)
         if refusal is not None and origin.channel:
+            await self._tell(origin.channel, responder.user_id, refusal_text(refusal))
+
+    async def on_grant_view(self, ack: Ack, body: dict[str, Any], view: dict[str, Any]) -> None:
+        """"Always allow this" saved: Approve, with the pattern the person kept or narrowed."""
+        responder = responder_of(body.get("user"))
+        origin = ModalOrigin.load(str(view.get("private_metadata", "")))
+        request = await self._get(origin.request_id) if origin is not None else None
+        try:
+            if request is None:
+                raise GrantRefused(UNKNOWN)
+            pattern = read_pattern((view.get("state") or {}).get("values"))
+            grant = chosen_grant(self.port.grant_offers(request), GrantScope.always.value, pattern)
+            values = approving_values(request)
+        except GrantRefused as exc:
+            await ack(response_action="errors", errors={PATTERN_BLOCK: truncate(str(exc), 150)})
+            return
+
+        async def refuse_inline(exc: Exception) -> bool:
+            await ack(response_action="errors", errors={PATTERN_BLOCK: truncate(refusal_text(exc), 150)})
+            return True
+
+        refusal = await self._answer(ack, request.id, responder, values, grant=grant, on_refusal=refuse_inline)
+        if refusal is not None and origin is not None and origin.channel:
             await self._tell(origin.channel, responder.user_id, refusal_text(refusal))
 
     # thread replies -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from adapters.slack.copies import THREAD_NS
 from adapters.slack.directory import Directory
 from adapters.slack.sender import SlackSender
 from bridge.models import Request, Responder
+from bridge.policy import GrantChoice, GrantOffer
 from bridge.ports import BridgeAPI
 
 VIA = "slack"
@@ -32,8 +33,13 @@ class ListenerPort(Protocol):
     async def may_answer(self, request: Request, responder: Responder) -> bool: ...
 
     async def answer(self, request_id: str, responder: Responder, values: dict[str, Any], *,
-                     reason: str | None = None) -> Request:
-        """The core's answer; raises its refusals (BridgeError, InvalidAnswer)."""
+                     reason: str | None = None, grant: GrantChoice | None = None) -> Request:
+        """The core's answer; raises its refusals (BridgeError, InvalidAnswer). `grant`: the
+        standing approval the person chose with it."""
+        ...
+
+    def grant_offers(self, request: Request) -> list[GrantOffer]:
+        """The standing approvals offered next to Approve for `request` (the core's)."""
         ...
 
     async def refused(self, request: Request, responder: Responder, reason: str) -> None:
@@ -85,8 +91,11 @@ class ChannelPort:
         return await self._bridge().is_allowed(request, responder, via=VIA)
 
     async def answer(self, request_id: str, responder: Responder, values: dict[str, Any], *,
-                     reason: str | None = None) -> Request:
-        return await self._bridge().answer(request_id, responder, values, via=VIA, reason=reason)
+                     reason: str | None = None, grant: GrantChoice | None = None) -> Request:
+        return await self._bridge().answer(request_id, responder, values, via=VIA, reason=reason, grant=grant)
+
+    def grant_offers(self, request: Request) -> list[GrantOffer]:
+        return self._bridge().grant_offers(request)
 
     async def refused(self, request: Request, responder: Responder, reason: str) -> None:
         await self._bridge().note(request.id, "refused", responder.key,

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from telegram import CallbackQuery, User
 
     from adapters.telegram.desk import Desk
+    from bridge.policy import GrantChoice
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +29,13 @@ class Recorder:
         self.desk = desk
 
     async def record(self, query: CallbackQuery | None, request: Request, responder: Responder,
-                     values: dict[str, Any], reason: str | None = None) -> str:
-        """Record an answer; tell the person (toast for a button, returned text otherwise)."""
+                     values: dict[str, Any], reason: str | None = None, grant: GrantChoice | None = None,
+                     recorded: str = "✅ Answer recorded.") -> str:
+        """Record an answer (with the standing approval `grant`, if any); tell the person
+        (toast for a button, returned text otherwise; `recorded` when it is)."""
         try:
-            updated = await self.desk.bridge.answer(request.id, responder, values, via="telegram", reason=reason)
+            updated = await self.desk.bridge.answer(request.id, responder, values, via="telegram", reason=reason,
+                                                    grant=grant)
         except AlreadyClosed as exc:
             text = f"Not recorded: {exc}."
         except SelfApproval as exc:
@@ -41,7 +45,7 @@ class Recorder:
         except BridgeError as exc:
             text = f"Not recorded: {exc}"
         else:
-            text = "Vote recorded; waiting for more approvals." if updated.is_open else "✅ Answer recorded."
+            text = "Vote recorded; waiting for more approvals." if updated.is_open else recorded
             if query is not None:
                 await self.desk.outbox.toast(query, text)
             return text

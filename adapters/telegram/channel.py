@@ -247,7 +247,8 @@ class TelegramChannel:
             request, Responder(platform="telegram", user_id=str(chat_id)), via="telegram")
         token = kb.new_token()
         await self.state.put_token(token, TokenRecord(request.id, PURPOSE[mode], question.id, chat_id), self.now())
-        text, markup = view(request, mode, token, bot=self.username, allowed=allowed, notes=notes)
+        text, markup = view(request, mode, token, bot=self.username, allowed=allowed, notes=notes,
+                            offers=self.bridge.grant_offers(request))
         try:
             async with self.chat_lock(chat_id):  # a reply must not overtake its prompt's registration
                 message = await self.sender.send(chat_id, text, markup)
@@ -293,7 +294,7 @@ class TelegramChannel:
             if request.is_open:
                 selected = await self.state.selection(chat_id, message_id, now)
                 text, markup = view(request, ref["mode"], ref["token"], bot=self.username, selected=selected,
-                                    notes=notes)
+                                    notes=notes, offers=self.bridge.grant_offers(request))
                 if not isinstance(markup, InlineKeyboardMarkup):
                     markup = None
             else:

@@ -24,6 +24,7 @@ from adapters.telegram.sessions import Sessions
 from adapters.telegram.state import PendingReason, Prompt, TokenRecord
 from bridge.models import Request, Responder
 from bridge.outcome import closed_error
+from bridge.policy.pressed import GrantRefused, approving_values, granted_words, offer_for_key
 from bridge.questions import QuestionKind
 
 if TYPE_CHECKING:
@@ -120,6 +121,8 @@ class Interactions:
                 await self.recorder.record(query, request, responder, {question.id: "no"})
             else:
                 await self.ask_reason(query, request, question.id)
+        elif kind is QuestionKind.confirm and action.action == kb.GRANT:
+            await self.grant(query, request, action.grant, responder)
         elif kind is QuestionKind.choice and action.action == "o" and 0 <= action.index < len(question.options):
             await self.recorder.record(query, request, responder, {question.id: question.options[action.index]})
         elif kind is QuestionKind.multi_choice and action.action == "t" and 0 <= action.index < len(question.options):
@@ -132,6 +135,22 @@ class Interactions:
         else:
             log.warning("Telegram: refused callback action %r for a %s question", action.action, kind)
             await self.out.toast(query, "This button is not valid.", alert=True)
+
+    async def grant(self, query: CallbackQuery, request: Request, key: str, responder: Responder) -> None:
+        """A standing-approval button: Approve with the grant it names. "Always allow this"
+        saves the offer's default pattern (the tool) and says so: it is narrowed or revoked
+        on the inbox's Standing approvals page."""
+        try:
+            offer = offer_for_key(self.desk.bridge.grant_offers(request), key)
+            values = approving_values(request)
+        except GrantRefused as exc:
+            log.warning("Telegram: refused grant button %r for request %s", key[:20], request.id)
+            await self.out.toast(query, str(exc), alert=True)
+            return
+        said = granted_words(offer.choice.scope, offer.choice.span_s)
+        pattern = f" ({offer.pattern})" if offer.pattern else ""
+        await self.recorder.record(query, request, responder, values, grant=offer.choice,
+                                   recorded=f"✅ {said}{pattern}."[:190])
 
     async def toggle(self, query: CallbackQuery, request: Request, record: TokenRecord, index: int) -> None:
         message = query.message

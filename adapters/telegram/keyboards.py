@@ -2,17 +2,25 @@
 
 `callback_data` is `<token>|<action>`: the token is a random, unguessable string that the
 channel stores (it maps to a request and a question); the action says which button
-(`y`, `n`, `o3` for option 3...). Raw option text never travels in callback data, and
-every callback is parsed strictly: anything else is `ForgedCallback`.
+(`y`, `n`, `o3` for option 3, `gh3600` for "Allow for 1 hour"...). Raw option text never
+travels in callback data, and every callback is parsed strictly: anything else is
+`ForgedCallback`. A grant button's code (`gs`, `ga`, `gh<seconds>`) names a standing
+approval (bridge.policy.GrantOffer.key), which the handler checks against the offers the
+request has when it is pressed.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from telegram import ForceReply, InlineKeyboardButton, InlineKeyboardMarkup
+
+if TYPE_CHECKING:
+    from bridge.policy import GrantOffer
 
 CALLBACK_DATA_LIMIT = 64  # bytes
 TOKEN_LENGTH = 16  # urlsafe base64 characters: 96 random bits
@@ -22,8 +30,10 @@ ROW_WIDTH = 30  # characters of labels per row that still read well on a phone
 LABEL_LIMIT = 60
 PLACEHOLDER_LIMIT = 64
 
-APPROVE, REJECT, DONE, START, CANCEL, SKIP, SHOW = "y", "n", "d", "a", "x", "s", "v"
-_CALLBACK = re.compile(rf"([A-Za-z0-9_-]{{{TOKEN_LENGTH}}})\|([yndaxsv]|[ot](\d{{1,3}}))")
+APPROVE, REJECT, DONE, START, CANCEL, SKIP, SHOW, GRANT = "y", "n", "d", "a", "x", "s", "v", "g"
+_CALLBACK = re.compile(rf"([A-Za-z0-9_-]{{{TOKEN_LENGTH}}})\|([yndaxsv]|[ot](\d{{1,3}})|g(s|a|h\d{{1,8}}))")
+_GRANT_CODES = {"session": "s", "always": "a"}
+_GRANT_ICONS = {"s": "🔁", "a": "♾", "h": "🕐"}
 
 
 class ForgedCallback(ValueError):
@@ -35,6 +45,8 @@ class CallbackAction:
     token: str
     action: str  # one of the constants above, or "o" (pick option) / "t" (toggle option)
     index: int = -1
+    #: for GRANT: the offer key the button names (`session`, `always`, `span:3600`)
+    grant: str = ""
 
 
 def new_token() -> str:
@@ -54,7 +66,9 @@ def parse_callback(data: str | None) -> CallbackAction:
     match = _CALLBACK.fullmatch(data)
     if match is None:
         raise ForgedCallback("malformed callback data")
-    token, action, number = match.groups()
+    token, action, number, code = match.groups()
+    if code is not None:
+        return CallbackAction(token, GRANT, grant=grant_key(code))
     if number is not None:
         return CallbackAction(token, action[0], int(number))
     return CallbackAction(token, action)
@@ -88,11 +102,30 @@ def fits_as_buttons(options: list[str], extra: int = 2) -> bool:
     return len(options) + extra <= MAX_BUTTONS
 
 
-def confirm_keyboard(token: str) -> InlineKeyboardMarkup:
-    return InlineKeyboardMarkup([[
-        InlineKeyboardButton("✅ Approve", callback_data=callback_data(token, APPROVE)),
+def grant_code(key: str) -> str:
+    """The short code of an offer key in callback data: `s`, `a`, `h3600`."""
+    return _GRANT_CODES.get(key) or "h" + key.removeprefix("span:")
+
+
+def grant_key(code: str) -> str:
+    """The offer key a callback's grant code names (the inverse of `grant_code`)."""
+    for key, short in _GRANT_CODES.items():
+        if code == short:
+            return key
+    return f"span:{code[1:]}"
+
+
+def confirm_keyboard(token: str, offers: Sequence[GrantOffer] = ()) -> InlineKeyboardMarkup:
+    """Approve and Reject; with standing approvals offered, "Allow once" and one row each."""
+    rows = [[
+        InlineKeyboardButton("✅ Allow once" if offers else "✅ Approve", callback_data=callback_data(token, APPROVE)),
         InlineKeyboardButton("❌ Reject", callback_data=callback_data(token, REJECT)),
-    ]])  # fmt: skip
+    ]]  # fmt: skip
+    for offer in offers:
+        code = grant_code(offer.key)
+        rows.append([InlineKeyboardButton(f"{_GRANT_ICONS[code[0]]} {label(offer.label)}",
+                                          callback_data=callback_data(token, GRANT + code))])
+    return InlineKeyboardMarkup(rows)
 
 
 def choice_keyboard(token: str, options: list[str], *, cancel: bool = False) -> InlineKeyboardMarkup:

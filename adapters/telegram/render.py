@@ -17,7 +17,7 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from bridge.models import Request
+from bridge.models import GrantMade, Request
 from bridge.outcome import OutcomeKind, outcome_of
 from bridge.questions import FormField, Question, QuestionKind
 
@@ -176,12 +176,22 @@ def outcome_line(request: Request) -> str:
         return f"⌛ {ended.headline} at {at}"
     icon = {OutcomeKind.expired_with_default: "⌛", OutcomeKind.rejected: "❌"}.get(
         ended.kind, "🔒" if ended.secret else "✅")
-    head = f"{icon} {esc(ended.words())} at {at}"
+    if ended.automatic:
+        icon = "🤖"
+    head = f"{icon} {esc(ended.words())} at {at}{granted_tail(ended.grant)}"
     values = request.redacted_answer() or {}
     shown = [f"{esc(k)}: {esc(_short(v))}" for k, v in values.items() if not _is_confirm(request, k)]
     tail = ("\n" + "\n".join(shown)) if shown else ""
     reason = f"\nReason: {esc(ended.reason)}" if ended.reason else ""
     return head + reason + tail
+
+
+def granted_tail(grant: GrantMade | None) -> str:
+    """After "Allowed for 1 hour by Ann at …": when the grant stops, and its pattern."""
+    if grant is None:
+        return ""
+    until = f" — until {when(grant.expires_at)}" if grant.expires_at else ""
+    return until + (f"\nPattern: <code>{esc(grant.pattern)}</code>" if grant.pattern else "")
 
 
 def closed_text(request: Request) -> str:

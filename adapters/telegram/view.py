@@ -16,6 +16,8 @@ from bridge.questions import FormField, Question, QuestionKind
 if TYPE_CHECKING:
     from telegram import ForceReply
 
+    from bridge.policy import GrantOffer
+
 NOTES = {
     "reply": "↩️ Reply to this message with your answer.",
     "secret": "🔒 Reply to this message with the secret: it is deleted as soon as it is read.",
@@ -47,10 +49,11 @@ def layout(request: Request, private: bool) -> str:
 
 
 def view(request: Request, mode: str, token: str, *, bot: str, allowed: bool = True,
-         selected: set[int] | None = None, notes: Sequence[str] = (),
+         selected: set[int] | None = None, notes: Sequence[str] = (), offers: Sequence[GrantOffer] = (),
          ) -> tuple[str, InlineKeyboardMarkup | ForceReply | None]:
     """The text and keyboard of an open request in one chat (`bot`: the bot's username, for
-    the deep link); `notes` are its timing notes, shown in every copy."""
+    the deep link); `notes` are its timing notes, shown in every copy; `offers` the standing
+    approvals shown under Approve."""
     question = request.questions[0]
     if not allowed and question.kind is QuestionKind.secret:
         return request_text(request, NOTES["not_allowed"], notes), None
@@ -62,12 +65,13 @@ def view(request: Request, mode: str, token: str, *, bot: str, allowed: bool = T
         many = question.kind in (QuestionKind.choice, QuestionKind.multi_choice)
         note = NOTES["many" if many else "secret" if question.kind is QuestionKind.secret else "reply"]
         return request_text(request, note, notes), kb.force_reply(placeholder(question), selective=False)
-    return request_text(request, notes=notes), buttons_for(question, token, selected or set())
+    return request_text(request, notes=notes), buttons_for(question, token, selected or set(), offers)
 
 
-def buttons_for(question: Question, token: str, selected: set[int]) -> InlineKeyboardMarkup | None:
+def buttons_for(question: Question, token: str, selected: set[int],
+                offers: Sequence[GrantOffer] = ()) -> InlineKeyboardMarkup | None:
     if question.kind is QuestionKind.confirm:
-        return kb.confirm_keyboard(token)
+        return kb.confirm_keyboard(token, offers)
     if question.kind is QuestionKind.choice:
         return kb.choice_keyboard(token, question.options)
     if question.kind is QuestionKind.multi_choice:

@@ -47,12 +47,17 @@ def verdict(request: Request, values: Mapping[str, Any]) -> Verdict | None:
     return None
 
 
-def check_step(request: Request, form: Mapping[str, Sequence[str]], parsed: ParsedAnswer) -> dict[str, Any]:
+def check_step(request: Request, form: Mapping[str, Sequence[str]], parsed: ParsedAnswer,
+               grant_label: str = "") -> dict[str, Any]:
     """The check page's context: the answer as it reads, and the submitted fields to post
-    again (only answer inputs and the reason; the caller refuses requests with a secret)."""
+    again (only answer inputs, the reason and a standing approval; the caller refuses
+    requests with a secret). `grant_label`: the standing-approval button pressed, if any."""
     assert not request.secret_question_ids, "a secret is never echoed back into a page"
     fields = [(name, value) for name, values in form.items()
-              if name.startswith("q.") or name in ("reason", "list") for value in values]
+              if name.startswith("q.") or name in ("reason", "list", "grant", "grant_pattern") for value in values]
     one = verdict(request, parsed.values)
+    if grant_label and one is not None:
+        one = Verdict("approved", "check", f"approve and {grant_label[:1].lower()}{grant_label[1:]}",
+                      grant_label, "approve")
     items = [] if one is not None else answer_items(request, parsed.values)
     return {"fields": fields, "items": items, "verdict": one, "reason": parsed.reason or ""}

@@ -18,6 +18,7 @@ from adapters.web import views
 from adapters.web.answers import parse_answer
 from adapters.web.auth import CSRF_COOKIE, InboxAuth
 from adapters.web.confirm import check_step
+from adapters.web.grants import approving_form, pressed_grant
 from adapters.web.render import Renderer, browser_id, is_secure, read_form, redirect
 from adapters.web.request_view import progress, reading
 from bridge.errors import BridgeError
@@ -67,7 +68,7 @@ class LinkPages:
             "link.html", status=status, cookies=cookies, secure=is_secure(request),
             csrf=self.auth.csrf_token(browser), viewer=None, open_mode=False, token=link.token,
             recipient=link.handle.partition(":")[2], notice=notice, problem=problem, errors=errors or {},
-            prior=prior or {}, outcome=outcome, **reading(found, service.clock.now()),
+            prior=prior or {}, outcome=outcome, **reading(found, service.clock.now(), service.grant_offers(found)),
             **await progress(service, found))
 
     def _not_valid(self, request: Request, status: int = 404) -> Response:
@@ -114,15 +115,19 @@ class LinkPages:
         if isinstance(posted, Response):
             return posted
         link, found, form = posted
-        parsed = parse_answer(found.questions, form)
+        service = self._service(request)
+        grant = pressed_grant(service.grant_offers(found), form)
+        parsed = parse_answer(found.questions, approving_form(found, form))
+        if grant.problem:
+            return await self._show(request, link, found, status=422, prior=parsed.prior, problem=grant.problem)
         if not parsed.ok:
             return await self._show(request, link, found, status=422, errors=parsed.errors, prior=parsed.prior,
                                     problem=FIX_BELOW)
         platform, _, address = link.handle.partition(":")
-        service = self._service(request)
         responder = Responder(platform=platform, user_id=address, name=address)
         try:
-            updated = await service.answer(found.id, responder, parsed.values, via=platform, reason=parsed.reason)
+            updated = await service.answer(found.id, responder, parsed.values, via=platform, reason=parsed.reason,
+                                           grant=grant.choice)
         except BridgeError as exc:
             current = await service.get(found.id) or found
             return await self._show(request, link, current, status=exc.status, problem=str(exc), prior=parsed.prior)
@@ -137,12 +142,14 @@ class LinkPages:
         if found.secret_question_ids:
             return await self._show(request, link, found, status=400,
                                     problem="Answers with a secret are sent directly: send the form.")
+        grant = pressed_grant(self._service(request).grant_offers(found), form)
+        form = approving_form(found, form)
         parsed = parse_answer(found.questions, form)
-        if not parsed.ok:
+        if grant.problem or not parsed.ok:
             return await self._show(request, link, found, status=422, errors=parsed.errors, prior=parsed.prior,
-                                    problem=FIX_BELOW)
+                                    problem=grant.problem or FIX_BELOW)
         browser, cookies = browser_id(request, self.auth)
         return self.render.page(
             "confirm.html", cookies=cookies, secure=is_secure(request), csrf=self.auth.csrf_token(browser),
             viewer=None, open_mode=False, r=found, form_action=f"/inbox/a/{link.token}",
-            back_url=f"/inbox/a/{link.token}", **check_step(found, form, parsed))
+            back_url=f"/inbox/a/{link.token}", **check_step(found, form, parsed, grant.label))

@@ -29,6 +29,7 @@ from adapters.web.auth import (
 )
 from adapters.web.batch import BatchPages
 from adapters.web.confirm import check_step
+from adapters.web.grants import approving_form, pressed_grant
 from adapters.web.insights_view import page_context
 from adapters.web.links import LinkPages
 from adapters.web.listing import ListState
@@ -37,6 +38,7 @@ from adapters.web.mine import Me, me
 from adapters.web.render import STATIC, Renderer, browser_id, is_secure, read_form, redirect
 from adapters.web.request_view import request_view
 from adapters.web.settings import NAME_PATTERN, WebConfig
+from adapters.web.standing import StandingApprovals
 from bridge.audit.insights import gather
 from bridge.errors import BridgeError
 from bridge.http.throttle import client_key
@@ -82,6 +84,7 @@ class Inbox:
             Route("/inbox/logout", self.logout, methods=["POST"]),
             *LinkPages(self.render, self.auth).routes(),
             *BatchPages(self).routes(),  # /inbox/batches, /inbox/away
+            *StandingApprovals(self._guard, self._page, self.clock).routes(),
             Mount("/inbox/static", app=StaticFiles(directory=STATIC), name="inbox-static"),
         ]
 
@@ -296,7 +299,7 @@ class Inbox:
         if found is None:
             return self._message(request, 404, "Not found", "There is no such request.", viewer)
         state = self._posted_state(request)
-        parsed = parse_answer(found.questions, request.state.form)
+        parsed = parse_answer(found.questions, approving_form(found, request.state.form))
         if not found.is_open:
             return await self._detail(request, viewer, found, status=409, state=state,
                                       problem=views.closed_message(found))
@@ -312,8 +315,13 @@ class Inbox:
         found, state, parsed = read
         responder = Responder(platform=viewer.platform, user_id=viewer.identity, name=viewer.display)
         service = self._service(request)
+        grant = pressed_grant(service.grant_offers(found), request.state.form)
+        if grant.problem:
+            return await self._detail(request, viewer, found, status=422, prior=parsed.prior, state=state,
+                                      problem=grant.problem)
         try:
-            updated = await service.answer(found.id, responder, parsed.values, via="web", reason=parsed.reason)
+            updated = await service.answer(found.id, responder, parsed.values, via="web", reason=parsed.reason,
+                                           grant=grant.choice)
         except BridgeError as exc:
             current = await service.get(found.id) or found
             return await self._detail(request, viewer, current, status=exc.status, prior=parsed.prior,
@@ -331,10 +339,13 @@ class Inbox:
         if found.secret_question_ids:
             return self._message(request, 400, "Nothing to check",
                                  "Answers with a secret are sent directly: go back and send the form.", viewer)
+        grant = pressed_grant(self._service(request).grant_offers(found), request.state.form)
+        if grant.problem:
+            return await self._detail(request, viewer, found, status=422, state=state, problem=grant.problem)
         return self._page(request, "confirm.html", viewer=viewer, r=found,
                           form_action=f"/inbox/r/{found.id}/answer",
                           back_url=f"/inbox/r/{found.id}{state.suffix()}",
-                          **check_step(found, request.state.form, parsed))
+                          **check_step(found, approving_form(found, request.state.form), parsed, grant.label))
 
     async def retry(self, request: Request, viewer: Viewer) -> Response:
         found = await self._load(request)

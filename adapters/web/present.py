@@ -37,6 +37,11 @@ class Decision:
     via: str = ""
     at: datetime | None = None
     reason: str = ""
+    #: decided without a person (a rule or a standing approval): the verb says which
+    automatic: bool = False
+    #: a standing approval made with the answer: when it stops, and what it matches
+    until: datetime | None = None
+    pattern: str = ""
 
     @property
     def sentence(self) -> str:
@@ -58,7 +63,12 @@ def decision(request: Request) -> Decision | None:
     tone = _TONE.get(ended.kind, ended.kind.value)
     icon = "lock" if ended.secret else _ICON[ended.kind]
     via = VIA.get(ended.via, f"via {ended.via}") if ended.answered else ""
-    return Decision(tone, icon, ended.headline, via=via, at=ended.at, reason=ended.reason)
+    if ended.automatic:
+        via = ""
+    grant = ended.grant
+    return Decision(tone, icon, ended.headline, via=via, at=ended.at, reason=ended.reason,
+                    automatic=bool(ended.automatic), until=grant.expires_at if grant else None,
+                    pattern=(grant.pattern or "") if grant else "")
 
 
 # context as a tree ----------------------------------------------------------------------

@@ -3,6 +3,7 @@ and their live fragments), read from the store in one place."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -11,13 +12,15 @@ from adapters.web.markdown import render_markdown
 from adapters.web.mine import Me
 from adapters.web.present import Node, answer_items, ask_summary, context_tree, decision, needs_review, one_tap
 from bridge.models import Request
+from bridge.policy import GrantOffer
 from bridge.service import BridgeService
 from bridge.store.base import Vote
 from bridge.timing_view import timing_notes, vote_line
 
 
-def reading(found: Request, now: datetime) -> dict[str, Any]:
-    """What a person reads of a request, whoever they are (no store access)."""
+def reading(found: Request, now: datetime, offers: Sequence[GrantOffer] = ()) -> dict[str, Any]:
+    """What a person reads of a request, whoever they are (no store access); `offers`: the
+    standing approvals its form shows next to Approve (`BridgeService.grant_offers`)."""
     return {
         "r": found,
         "now": now,
@@ -30,6 +33,7 @@ def reading(found: Request, now: datetime) -> dict[str, Any]:
         "overdue": bool(found.is_open and found.deadline and found.deadline < now),
         "one_tap": one_tap(found),
         "review": needs_review(found),
+        "grant_offers": list(offers) if found.is_open else [],
     }
 
 
@@ -57,7 +61,7 @@ async def request_view(service: BridgeService, found: Request, now: datetime, me
     """The inbox's detail page: the reading, progress, and the operator's details."""
     deliveries = await service.store.list_outbox(request_id=found.id)
     return {
-        **reading(found, now),
+        **reading(found, now, service.grant_offers(found)),
         **await progress(service, found),
         "asks_me": bool(me is not None and not me.everything and found.is_open and me.named_in(found)),
         "events": views.event_views(await service.store.list_events(found.id)),

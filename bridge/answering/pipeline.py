@@ -66,7 +66,7 @@ async def answer_open(desk: Desk, request: Request, actor: Actor, values: dict[s
         desk.background(desk.update_channels(current), f"update {request_id}")
         return current
     recorded = await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason,
-                            batch=attempt.batch)
+                            batch=attempt.batch, grant=planned)
     if planned is not None:
         await keep_grant(desk, planned, recorded)
     return recorded

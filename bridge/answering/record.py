@@ -9,15 +9,21 @@ from bridge.answering.closed import closed_error
 from bridge.answering.desk import Desk
 from bridge.answering.values import redacted
 from bridge.models import OPEN_STATES, Answer, Event, Request, RequestState
+from bridge.policy.pressed import made_of
+from bridge.store.concerns.grants import Grant
 
 
 async def record(desk: Desk, request: Request, actor: Actor, clean: dict[str, Any], *, reason: str | None,
-                 to_state: RequestState = RequestState.answered, batch: str | None = None) -> Request:
-    """Close `request` with `clean` as `actor`'s answer (AlreadyClosed if it closed meanwhile)."""
+                 to_state: RequestState = RequestState.answered, batch: str | None = None,
+                 grant: Grant | None = None) -> Request:
+    """Close `request` with `clean` as `actor`'s answer (AlreadyClosed if it closed meanwhile);
+    `batch`: the batch it is one item of; `grant`: the standing approval made with it, which
+    the answer shows (stored by the caller)."""
     now = desk.clock.now()
     responder = actor.responder
     sealed = {k: (desk.secrets.seal(v) if k in request.secret_question_ids else v) for k, v in clean.items()}
-    answer = Answer(values=sealed, responder=responder, via=actor.via, answered_at=now, reason=reason)
+    answer = Answer(values=sealed, responder=responder, via=actor.via, answered_at=now, reason=reason,
+                    grant=made_of(grant) if grant is not None else None)
     data: dict[str, Any] = {"name": responder.name, "via": actor.via, "values": redacted(request, clean),
                             "reason": reason,
                             **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}),

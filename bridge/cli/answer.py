@@ -19,6 +19,7 @@ from bridge.cli.backend import complete_ids, open_bridge
 from bridge.cli.exits import REFUSED, USAGE, Failed, codes
 from bridge.cli.grants import GRANT_HELP, grant_option
 from bridge.cli.options import Cli, daemon_options, json_option, offline_option, print_json
+from bridge.policy.pressed import granted_words
 
 OPEN = ("pending", "posted")
 AS_HELP = ("The name shown with the answer. Through the API the answer counts as your token's identity "
@@ -213,6 +214,7 @@ def outcome_lines(view: dict[str, Any], claimed: str | None) -> list[str]:
         lines = [f"{view.get('id')} {view.get('state')}: {render.values_text(answer.get('values'))} "
                  f"by {render.responder_text(responder)}" + (f" — {safe.line(answer['reason'])}"
                                                              if answer.get("reason") else "")]
+        lines += granted_lines(answer.get("grant"))
     else:
         votes = view.get("votes") or []
         mine = next((v for v in reversed(votes) if claimed and v.get("name") == claimed), votes[-1] if votes else {})
@@ -222,6 +224,16 @@ def outcome_lines(view: dict[str, Any], claimed: str | None) -> list[str]:
                  f"({safe.line(tally)})"]
     note = shown_only(claimed, handle)
     return lines + ([note] if note else [])
+
+
+def granted_lines(grant: Any) -> list[str]:
+    """The standing approval made with an answer: "Allowed for 1 hour: Bash — until …"."""
+    if not isinstance(grant, dict):
+        return []
+    words = granted_words(str(grant.get("scope")), grant.get("span_s"))
+    until = render.parse_time(grant.get("expires_at"))
+    pattern = f": {safe.line(grant['pattern'])}" if grant.get("pattern") else ""
+    return [f"{words}{pattern}" + (f" — until {until.strftime('%Y-%m-%d %H:%M UTC')}" if until else "")]
 
 
 def shown_only(claimed: str | None, handle: str) -> str | None:

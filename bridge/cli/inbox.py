@@ -18,6 +18,7 @@ import click
 from bridge.cli import render, safe
 from bridge.cli.answer import AS_HELP, outcome_lines
 from bridge.cli.exits import codes
+from bridge.cli.grant_prompt import ask_grant
 from bridge.cli.inbox_batches import offer_batches
 from bridge.cli.options import Cli, daemon_options
 from bridge.cli.prompts import Quit, Skip, Terminal, ask_values
@@ -143,12 +144,14 @@ class Inbox:
         while True:
             try:
                 values, reason = ask_values(view, self.term)
+                grant = ask_grant(view, values, self.term)
             except Skip:
                 self.skipped += 1
                 self.term.say("  skipped")
                 return
             try:
-                result = self.client.answer(request_id, values=values, responder=self.responder, reason=reason)
+                result = self.client.answer(request_id, values=values, responder=self.responder, reason=reason,
+                                            grant=grant)
             except InvalidRequest as exc:
                 self.term.say(f"  refused: {safe.line(exc.detail)}; try again")
                 continue

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from bridge.errors import BridgeError, NotAPerson
 from bridge.http.auth import api_responder, caller_name, may_manage, not_yours, require_api_token
-from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
+from bridge.http.views import event_view, offer_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import Request as BridgeRequest
 from bridge.models import RequestState
 from bridge.policy import GrantChoice, GrantOffer
@@ -130,6 +130,7 @@ async def request_detail(service: BridgeService, found: BridgeRequest) -> dict[s
     view["posts"] = [post_view(p) for p in await service.store.list_posts(found.id)]
     view["outbox"] = [outbox_view(o) for o in await service.store.list_outbox(request_id=found.id)]
     view.update(await votes_view(service, found))
+    view["grant_offers"] = [offer_view(o) for o in service.grant_offers(found)] if found.is_open else []
     return view
 
 

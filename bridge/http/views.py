@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from bridge.models import Event, Post, Request
+from bridge.policy import GrantOffer
 from bridge.store.base import OutboxItem, Vote
 from bridge.timing_view import vote_line
 
@@ -24,6 +25,7 @@ def request_view(request: Request) -> dict[str, Any]:
             "via": answer.via,
             "answered_at": answer.answered_at.isoformat(),
             "reason": answer.reason,
+            "grant": answer.grant.model_dump(mode="json") if answer.grant else None,
         }
     else:
         data["answer"] = None
@@ -38,6 +40,12 @@ def request_view_json(request: Request) -> bytes:
     head = request.model_dump_json(exclude=HIDDEN)
     callback = "" if request.callback is None else f',"callback":{{"url":{json.dumps(request.callback.url)}}}'
     return f'{head[:-1]}{callback},"answer":null}}'.encode()
+
+
+def offer_view(offer: GrantOffer) -> dict[str, Any]:
+    """A standing approval offered next to Approve: what to send back as the answer's `grant`."""
+    return {"key": offer.key, "label": offer.label, "pattern": offer.pattern,
+            **offer.choice.model_dump(mode="json", exclude={"pattern"})}
 
 
 def event_view(event: Event) -> dict[str, Any]:

@@ -137,3 +137,49 @@ def test_answer_without_a_value_asks_and_ctrl_c_stops(daemon: Served, elsewhere:
     assert child.exitstatus == 130
     with daemon.client() as client:
         assert client.get(rid)["state"] == "posted"
+
+
+def test_inbox_offers_standing_approvals_after_yes_and_sends_the_choice(daemon: Served, elsewhere: Path) -> None:
+    suite = uuid.uuid4().hex[:8]
+    tool = f"Bash_{suite}"  # a tool of this test alone: its grants decide nothing elsewhere
+    labels = {"suite": suite}
+
+    def call(command: str, name: str = tool) -> str:
+        return create(daemon, title=f"Run {command}", labels=labels, tool=name, session="sess-1",
+                      context={"command": command},
+                      questions=[{"id": "approve", "kind": "confirm", "prompt": "Allow?"}])
+
+    always = call("make build")
+    span = call("make test")
+    child, _ = spawn(["inbox", "--once", "--label", f"suite={suite}"], elsewhere, env_for(daemon))
+    child.expect("Run make build")
+    child.expect("y approve · n reject · Enter skip · q quit > ")
+    child.sendline("y")
+    child.expect(r"keep allowing it\?  0\) just this once \(Enter\)")
+    child.expect(r"1\) Allow for this session")
+    child.expect(r"2\) Allow for 1 hour")
+    child.expect(r"3\) Always allow this")
+    child.sendline("7")
+    child.expect("type a number from 0 to 3")
+    child.sendline("3")
+    child.expect(rf"pattern \[{tool}\] \(narrow it, or Enter to keep\): ")
+    child.sendline("Edit(./src/**)")  # another tool: wider than the offer, refused by the daemon
+    child.expect("refused: .*pattern refused")
+    child.expect("y approve · n reject · Enter skip · q quit > ")
+    child.sendline("y")
+    child.sendline("3")
+    child.sendline("")  # keep the default
+    child.expect(f"{always} answered: approve=yes")
+    child.expect(f"Always allowed: {tool}")
+    child.expect("Run make test")
+    child.sendline("y")
+    child.sendline("2")
+    child.expect(f"{span} answered: approve=yes")
+    child.expect(f"Allowed for 1 hour: {tool} — until ")
+    child.expect("no more open requests")
+    child.expect(pexpect.EOF)
+    with daemon.client() as client:
+        decided = client.get(call("make lint"))
+        assert decided["state"] != "pending" and decided["answer"]["responder"]["platform"] == "grant"
+        asked = client.get(call("ls", name=f"Other_{suite}"))
+        assert asked["state"] in ("pending", "posted")

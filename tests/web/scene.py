@@ -1,6 +1,7 @@
 """A bridge full of requests as people meet them: one open request per kind of question,
 and closed ones of every outcome (approved, rejected with a reason, answered by form, edited
-arguments, a secret, expired by the timeout rule, cancelled, failed delivery), for the
+arguments, a secret, expired by the timeout rule, cancelled, failed delivery, a standing
+approval made and a call it decided; an open tool call that offers them), for the
 browser tests. `ana` logs in with a personal token and belongs to the group `oncall`."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import httpx
 from bridge.daemon import Daemon
 from bridge.links import link_for
 from bridge.models import RequestState, Responder
+from bridge.policy import GrantChoice, GrantScope
 from tests.harness import wait_for
 from tests.web.helpers import CHOICE, CONFIRM, EDIT, FORM, MULTI, SECRET, TEXT
 
@@ -26,6 +28,9 @@ CONFIG: dict[str, Any] = {
 }
 DESCRIPTION = ("All checks passed on **staging**.\n\n- retries refunds\n- bumps TLS\n\n"
                "[notes](https://example.com/notes) | [bad](javascript:alert(1)) <b>raw</b>")
+TOOL_CALL: dict[str, Any] = {"title": "Run npm test", "engine": "claude", "tool": "Bash", "session": "s-1",
+                             "context": {"command": "npm test"},
+                             "questions": [{"id": "approve", "kind": "confirm", "prompt": "Allow this call?"}]}
 OPEN_KINDS = {"confirm": CONFIRM, "choice": CHOICE, "multi": MULTI, "text": TEXT, "secret": SECRET,
               "form": FORM, "edit": EDIT}
 
@@ -75,6 +80,12 @@ async def build(daemon: Daemon, receiver_url: str) -> Scene:
                 if name == "confirm" else {}
             scene.ids[name] = await _create(client, {**body, **extra, "timeout_s": 3600})
         scene.ids["quorum"] = await _create(client, {**CONFIRM, "title": "Two keys", "labels": {"keys": "two"}})
+        # standing approvals: one made with an answer, a call it decided, a call that offers them
+        await service.answer(await closed("granted", TOOL_CALL), BO, {"approve": "yes"}, via="slack",
+                             grant=GrantChoice(scope=GrantScope.span, span_s=3600))
+        scene.ids["decided"] = await _create(client, {**TOOL_CALL, "title": "Run npm test again"})
+        scene.ids["tool"] = await _create(client, {**TOOL_CALL, "tool": "Edit", "title": "Edit src/app.ts",
+                                                   "context": {"file_path": "src/app.ts"}})
     await service.answer(scene.ids["quorum"], BO, {"ok": "yes"}, via="slack")
     scene.link = "/inbox/a/" + (await link_for(daemon.store, scene.ids["confirm"], "email:bo@example.com",
                                                deadline=None)).token

@@ -54,6 +54,7 @@ def pages(scene: Scene) -> dict[str, str]:
     shown["insights"] = "/inbox/insights"
     shown["email link, open"] = scene.link
     shown["email link, closed"] = scene.closed_link
+    shown["standing approvals"] = "/inbox/grants"
     return shown
 
 

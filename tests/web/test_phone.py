@@ -161,3 +161,19 @@ async def test_the_emailed_answer_page_on_a_phone(bridge: Daemon, browser: Brows
         await page.get_by_text("Your answer was recorded. Thank you.").wait_for()
         assert (await answered(bridge, other)).answer.values == {"ok": "no"}  # type: ignore[union-attr]
 
+
+
+async def test_standing_approval_buttons_are_within_reach(bridge: Daemon, browser: Browser) -> None:
+    rid = await create(bridge, {**LONG, "tool": "Bash", "session": "s-1", "timeout_s": 1800})
+    async with new_page(browser, **PHONE) as page:
+        await page.goto(f"{bridge.base_url}/inbox/r/{rid}")
+        await page.mouse.wheel(0, 3000)  # scrolled down, the whole bar stays on screen
+        for name in ("Allow once", "Reject", "Allow for this session", "Allow for 1 hour", "Always allow this"):
+            button = await visible_box(page.get_by_role("button", name=name))
+            assert button is not None
+            assert button["y"] >= 0 and button["y"] + button["height"] <= 844, f"{name} is below the fold"
+            assert button["height"] >= 44 and button["width"] >= 44
+        await page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+        last = await box(page, "#request-details")
+        bar = await box(page, ".actions.bar")
+        assert last["y"] + last["height"] <= bar["y"]  # nothing hidden under the taller bar
