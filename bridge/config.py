@@ -38,6 +38,7 @@ from bridge.config_routes import Route as Route
 from bridge.config_yaml import YamlLimit, read_bounded
 from bridge.errors import ConfigError
 from bridge.people import People, PeopleError
+from bridge.policy.rules import PolicyRule
 from bridge.specs import channel_specs
 
 CONFIG_ENV = "HITL_BRIDGE_CONFIG"
@@ -62,6 +63,8 @@ class Settings(StrictModel):
     people: dict[str, list[str]] = Field(default_factory=dict)
     #: group -> people
     groups: dict[str, list[str]] = Field(default_factory=dict)
+    #: rules that decide requests without a person (bridge.policy.rules): deny beats allow beats ask
+    policies: list[PolicyRule] = Field(default_factory=list)
     #: a file with no routes, default_route, people or groups is accepted (check-config and
     #: a reload refuse one otherwise: an empty or cut-short file would drop every rule)
     allow_empty: bool = False

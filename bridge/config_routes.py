@@ -45,6 +45,13 @@ class Route(StrictModel):
     max_timeout: Duration | None = None
     #: refuse an approval from the person the request names in `requested_by`
     forbid_self_approval: bool = False
+    #: standing approvals ("Allow for this session", "for 1 hour", "Always allow this") are
+    #: offered and decide requests on this route (false: never, unless a rule says `grants: true`)
+    grants: bool = True
+    #: the spans offered as "Allow for …" (seconds or durations: 1h, 8h)
+    grant_spans: list[Duration] = Field(default_factory=list, max_length=5)
+    #: post a request a rule or a grant decided to the route's targets anyway, for their information
+    fyi_automatic: bool = False
 
     @model_validator(mode="after")
     def _levels_in_order(self) -> Route:

@@ -27,6 +27,7 @@ from bridge.http.connections import (
     quiet_accept_errors,
 )
 from bridge.outbox import Outbox
+from bridge.policy.ruleset import RuleSet
 from bridge.ports import Channel, Clock, Source
 from bridge.preflight import check_targets, switched_off, unreached_channels
 from bridge.registry import build_channels, build_sources
@@ -111,6 +112,7 @@ class Daemon:
             self.store, router, SecretBox(self.settings.secrets.key), self.clock,
             channels=self.channels, sources={s.name: s for s in self.sources}, people=self.settings.directory,
         )
+        self.service.policies = RuleSet(self.settings.policies)
         self.store.watch(self.service.health)  # faults as they happen; the probe on /readyz
         self.store.follow(self.service.changes)  # answers by other processes wake long polls here too
         if self.settings.secrets.key is None:
@@ -187,6 +189,7 @@ class Daemon:
         self.settings = settings
         self.service.router = Router(settings.routes, settings.default_route)
         self.service.people = settings.directory
+        self.service.policies = RuleSet(settings.policies)
         self.app.state.settings = settings
 
     async def _readiness(self) -> dict[str, Any]:

@@ -71,6 +71,29 @@ class SharedVoter(NotAllowed):
         self.who = who
 
 
+class AutomaticRefused(NotAllowed):
+    """A rule or a standing approval may not approve this request: a person is asked instead."""
+
+    def __init__(self, who: str, why: list[str]) -> None:
+        BridgeError.__init__(self, f"{who} may not approve this request automatically: {'; '.join(why)}")
+        self.who = who
+        self.why = why
+
+
+class GrantRefused(BridgeError):
+    """A standing approval cannot be made as asked (the message says why and what to do)."""
+
+    status = 422
+
+
+class GrantNotFound(BridgeError):
+    status = 404
+
+    def __init__(self, grant_id: str) -> None:
+        super().__init__(f"no standing approval {grant_id[:80]!r}")
+        self.grant_id = grant_id
+
+
 class AnswerRejected(BridgeError):
     """The answer does not fit the questions."""
 

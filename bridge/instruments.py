@@ -44,6 +44,10 @@ class Instruments:
                                "1 when the last reload was applied (or none was tried), 0 when it was refused",
                                registry=registry)
         self.reload_ok.set(1)
+        self.auto_decisions = Counter("hitl_auto_decisions", "Verdicts of policies: and standing approvals, by "
+                                      "effect (allow, deny: answered without a person; ask: a matching rule "
+                                      "asked or an automatic answer was refused; error: a person was asked) "
+                                      "and rule (its name, `grant`, or - )", ["effect", "rule"], registry=registry)
         self.pruned = Counter("hitl_requests_pruned", "Closed requests removed past store.retain_closed "
                               "(with their events, copies, votes and outbox entries)", registry=registry)
         self.time_to_answer = Histogram("hitl_time_to_answer_seconds", "From created to the final answer "
@@ -96,6 +100,8 @@ class Instruments:
             self.deliveries.labels(source=request.source, result="dead").inc()
         elif step.kind == "timer":
             self.timers.labels(kind=f["timer"]).inc()
+        elif step.kind == "auto_decided":
+            self.auto_decisions.labels(effect=f["effect"], rule=f["rule"]).inc()
 
     def timer_late(self, seconds: float) -> None:
         self.lateness.observe(max(0.0, seconds))

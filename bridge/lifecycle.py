@@ -27,7 +27,8 @@ DECISION_KINDS = frozenset({QuestionKind.confirm, QuestionKind.choice, QuestionK
 @dataclass(frozen=True)
 class Step:
     """One step: `kind` is created, posted, post_failed, voted, answered, expired, cancelled,
-    delivered, delivery_retry, delivery_failed, escalated, reminded, timer, redelivery."""
+    delivered, delivery_retry, delivery_failed, escalated, reminded, timer, redelivery,
+    auto_decided."""
 
     kind: str
     request: Request
@@ -126,6 +127,14 @@ class Lifecycle:
                    request.id, who, answer.via, duration(waited), f": {decided}" if decided else "",
                    route=request.route, source=request.source, responder=answer.responder.key, via=answer.via,
                    seconds=waited)
+
+    def auto_decided(self, request: Request, effect: str, rule: str) -> None:
+        """The verdict step's outcome: `effect` allow or deny (answered by a rule or a grant:
+        `rule` is the rule's name, or `grant`), ask (a matching rule asked, or an automatic
+        answer was refused), error (evaluating failed: a person is asked)."""
+        level = logging.WARNING if effect == "error" else logging.DEBUG
+        self._emit("auto_decided", request, level, "request %s: policy verdict %s (%s)", request.id, effect, rule,
+                   effect=effect, rule=rule, route=request.route)
 
     def closed(self, request: Request, kind: str, actor: str, reason: str) -> None:
         """Cancelled, withdrawn, or expired without an answer."""

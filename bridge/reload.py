@@ -1,7 +1,7 @@
 """SIGHUP: read the config file again and apply what can change while running.
 
-Reloadable: routes (matchers, targets, responders, timing), the default route, and people
-and groups when the config has them. Everything else — the store, the listen address and
+Reloadable: routes (matchers, targets, responders, timing), the default route, people
+and groups when the config has them, and the rules of `policies:`. Everything else — the store, the listen address and
 tokens, channel sections (tokens), sources, delivery — is kept as it is, with a warning
 that it takes effect after a restart. A new config that is not valid (bad YAML, an unset
 variable, a target no running channel shows, a section `serve` would refuse) is refused
@@ -24,7 +24,7 @@ from bridge.ports import Channel
 from bridge.preflight import check_config, check_targets
 
 #: sections swapped on reload
-RELOADABLE = ("routes", "default_route", "people", "groups", "allow_empty")
+RELOADABLE = ("routes", "default_route", "people", "groups", "allow_empty", "policies")
 
 
 @dataclass(frozen=True)

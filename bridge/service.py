@@ -25,6 +25,8 @@ from bridge.narrowing import check_narrows
 from bridge.notify import ChangeFeed
 from bridge.people import People, canonical_target
 from bridge.policy import GrantChoice, GrantOffer, grant_offers
+from bridge.policy.ruleset import RuleSet
+from bridge.policy.verdict import decide
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
 from bridge.rules import Judged, judge, route_in_force, snapshot
@@ -61,6 +63,8 @@ class BridgeService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.on_answered: list[Any] = []  # callables(request) -> None: outbox kick etc.
         self.on_created: list[Any] = []  # callables(request) -> None: the scheduler arms timers
+        #: `policies:` compiled (bridge.policy): swapped whole on reload
+        self.policies = RuleSet()
 
     # helpers ----------------------------------------------------------------------------
     def background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
@@ -157,6 +161,11 @@ class BridgeService:
         saved, created = await self.store.create_request(stored, event)
         if created:
             self.lifecycle.created(saved)
+            decided = await decide(self, saved)  # a rule or a standing approval, before anyone is asked
+            if decided is not None:
+                if route.fyi_automatic:
+                    self.background(self.post(decided, decided.targets, fyi=True), f"post {saved.id}")
+                return decided, created
             self.changes.publish(saved)
             for hook in self.on_created:
                 hook(saved)
@@ -191,13 +200,16 @@ class BridgeService:
                                  deliver=False)
 
     # posting ----------------------------------------------------------------------------
-    async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+    async def post(self, request: Request, targets: Sequence[str], *, fyi: bool = False) -> list[PostResult]:
         """Show `request` on `targets` (grouped by channel); record every copy.
 
-        A request closed before its posting starts is shown nowhere; one closed while its
-        copies go out gets them recorded (no `posted` event after its close: the store
-        decides that atomically) and brought up to date at once (they say it is closed)."""
-        if not request.is_open or self.changes.saw_close(request.id):  # else no store read: the
+        A request closed before its posting starts is shown nowhere (but `fyi`: one a rule or
+        a standing approval decided, shown as decided on a route with `fyi_automatic`); one
+        closed while its copies go out gets them recorded (no `posted` event after its close:
+        the store decides that atomically) and brought up to date at once (they say it is closed)."""
+        if fyi:
+            pass
+        elif not request.is_open or self.changes.saw_close(request.id):  # else no store read: the
             current = await self.store.get_request(request.id)  # store settles a close seen elsewhere
             if current is None or not current.is_open:
                 state = current.state.value if current is not None else "gone"

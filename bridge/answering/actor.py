@@ -3,8 +3,10 @@ name of the channel it came through."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from bridge.models import Answer, Responder
 from bridge.specs import channel_spec
@@ -23,12 +25,19 @@ class ActorKind(StrEnum):
     relay = "relay"
     #: the route's `on_timeout` answer, given when the last deadline passed
     timeout = "timeout"
+    #: a rule of `policies:` (`policy:<rule>`): the operator's own decision, written in the config
+    policy = "policy"
+    #: a standing approval a person granted (`grant:<id>`): admitted only where its grantor
+    #: would be (bridge.answering.automatic)
+    grant = "grant"
 
 
 #: the core's own ways in whose callers the daemon authenticated (the `via` of their answers);
 #: a channel adds itself through its spec (`daemon_authenticated`)
 AUTHENTICATED_VIAS = frozenset({"api", "cli"})
 TIMEOUT_VIA = "timeout"
+#: the `via` of automatic answers (a rule's, a grant's)
+AUTOMATIC_VIAS = frozenset({"policy", "grant"})
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,8 @@ class Actor:
     responder: Responder
     via: str
     kind: ActorKind
+    #: what made an automatic decision (the rule, the grant), kept with its answer's event
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, responder: Responder, via: str) -> Actor:
@@ -54,6 +65,17 @@ class Actor:
     def on_timeout(cls) -> Actor:
         return cls(Responder(platform="timeout", user_id="timeout", name="timeout"), TIMEOUT_VIA, ActorKind.timeout)
 
+    @classmethod
+    def automatic(cls, kind: ActorKind, name: str, **detail: Any) -> Actor:
+        """A rule (`kind` policy, `name` the rule's) or a grant (`kind` grant, `name` its id)."""
+        return cls(Responder(platform=kind.value, user_id=name, name=f"{kind.value}:{name}"), kind.value, kind,
+                   dict(detail))
+
+    @property
+    def is_automatic(self) -> bool:
+        """A rule or a standing approval, not a person."""
+        return self.kind in (ActorKind.policy, ActorKind.grant)
+
     @property
     def trusted(self) -> bool:
         """May answer without being named in the request's `responders`."""
@@ -67,6 +89,11 @@ class Actor:
     def as_(self, responder: Responder) -> Actor:
         """The same actor, known as `responder` (e.g. with the person its handle belongs to)."""
         return replace(self, responder=responder)
+
+
+def decided_automatically(answer: Answer) -> bool:
+    """`answer` was given by a rule or a standing approval, not a person."""
+    return answer.via in AUTOMATIC_VIAS
 
 
 def given_on_timeout(answer: Answer) -> bool:

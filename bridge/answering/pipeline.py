@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bridge.answering.actor import Actor
+from bridge.answering.automatic import automatic_within_route
 from bridge.answering.closed import open_request
 from bridge.answering.desk import Attempt, Desk
 from bridge.answering.four_eyes import not_self_approval
@@ -26,6 +27,7 @@ Check = Callable[[Desk, Attempt], Awaitable[None]]
 CHECKS: tuple[Check, ...] = (
     named_in_responders,      # who may answer (NotAllowed)
     fit_the_questions,        # validation (AnswerRejected)
+    automatic_within_route,   # a rule's or a grant's approval where the route lets it (AutomaticRefused)
     not_self_approval,        # four eyes (SelfApproval)
     known_as_their_person,    # identity: a handle answers as its person
     not_the_shared_password,  # quorum routes count people (SharedVoter)

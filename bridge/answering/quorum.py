@@ -11,8 +11,9 @@ from bridge.store.base import Vote
 
 
 def counts_votes(attempt: Attempt) -> bool:
-    """The answer is one vote among several (not the deadline's answer)."""
-    return attempt.rules.route.quorum > 1 and not attempt.actor.is_timeout
+    """The answer is one vote among several (not the deadline's answer, nor an automatic one
+    the route let in: bridge.answering.automatic)."""
+    return attempt.rules.route.quorum > 1 and not attempt.actor.is_timeout and not attempt.actor.is_automatic
 
 
 async def vote(desk: Desk, attempt: Attempt) -> bool:

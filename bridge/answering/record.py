@@ -20,7 +20,8 @@ async def record(desk: Desk, request: Request, actor: Actor, clean: dict[str, An
     answer = Answer(values=sealed, responder=responder, via=actor.via, answered_at=now, reason=reason)
     data: dict[str, Any] = {"name": responder.name, "via": actor.via, "values": redacted(request, clean),
                             "reason": reason,
-                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {})}
+                            **({"relayed_by": responder.relayed_by} if responder.relayed_by else {}),
+                            **({"decided_by": dict(actor.detail)} if actor.is_automatic else {})}
     event = Event(id=0, request_id=request.id, at=now, actor=responder.key, data=data,
                   kind="answered" if to_state is RequestState.answered else "expired")
     updated = await desk.store.transition(

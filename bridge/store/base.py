@@ -11,6 +11,7 @@ from typing import ClassVar, Protocol
 
 from bridge.health import Check, Health, Status
 from bridge.store.concerns.audit import AuditStore
+from bridge.store.concerns.grants import Grant, GrantStore
 from bridge.store.concerns.kv import KVStore
 from bridge.store.concerns.leads import LeadStore
 from bridge.store.concerns.outbox import OutboxItem, OutboxStats, OutboxStore
@@ -62,7 +63,7 @@ class ChangeSink(Protocol):
 
 
 class Store(RequestStore, SearchStore, AuditStore, PostStore, OutboxStore, VoteStore, KVStore, TimerStore,
-            RetentionStore, LeadStore, abc.ABC):
+            RetentionStore, LeadStore, GrantStore, abc.ABC):
     """Everything the bridge remembers. Every method is atomic on its own."""
 
     #: several processes (replicas) act on the same data: timers are re-read periodically
@@ -97,5 +98,5 @@ class Store(RequestStore, SearchStore, AuditStore, PostStore, OutboxStore, VoteS
     async def close(self) -> None: ...
 
 
-__all__ = ["PRUNABLE_STATES", "ChangeSink", "OutboxItem", "OutboxStats", "Store", "StoreError", "StoreFull",
+__all__ = ["PRUNABLE_STATES", "ChangeSink", "Grant", "OutboxItem", "OutboxStats", "Store", "StoreError", "StoreFull",
            "StoreUnavailable", "TimerRow", "Vote", "claim_holds"]

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from bridge.models import OPEN_STATES, Answer, Request, RequestState
 
 #: 2: requests.created_by keys external ids (a bridge before it would still key them by source alone)
-SCHEMA_VERSION = 2
+#: 3: grants (standing approvals)
+SCHEMA_VERSION = 3
 
 
 def ts(value: datetime | None) -> str | None:

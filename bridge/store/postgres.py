@@ -24,7 +24,7 @@ from bridge.store.base import (
 from bridge.store.codec import STUCK_DELIVERED, resumes
 from bridge.store.concerns.kv import live
 from bridge.store.concerns.search import less_voted, wanted_counts
-from bridge.store.pg_engine import PostgresEngine
+from bridge.store.pg_grants import PostgresGrants
 from bridge.store.pg_rows import (
     POST_INSERT,
     UPDATE_ARGS,
@@ -44,7 +44,7 @@ _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_err
 _HAS_ANSWER = "jsonb_typeof(x->'answer') = 'object'"
 
 
-class PostgresStore(PostgresEngine):
+class PostgresStore(PostgresGrants):
     """Everything the bridge remembers, in PostgreSQL."""
 
     # requests -----------------------------------------------------------------------

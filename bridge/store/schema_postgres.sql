@@ -112,6 +112,25 @@ CREATE TABLE IF NOT EXISTS votes (
   PRIMARY KEY (request_id, voter)
 );
 CREATE INDEX IF NOT EXISTS ix_votes_voter ON votes(voter, request_id);
+-- standing approvals (schema 3): read on every decision, so a revocation holds at once everywhere
+CREATE TABLE IF NOT EXISTS grants (
+  id TEXT PRIMARY KEY,
+  scope TEXT NOT NULL,
+  pattern TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  source TEXT NOT NULL,
+  session TEXT,
+  route TEXT NOT NULL,
+  granted_by TEXT NOT NULL,
+  grantor TEXT NOT NULL,
+  via TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  created_at TIMESTAMPTZ NOT NULL,
+  expires_at TIMESTAMPTZ,
+  revoked_at TIMESTAMPTZ,
+  revoked_by TEXT
+);
+CREATE INDEX IF NOT EXISTS ix_grants_tool ON grants(tool, source, route) WHERE revoked_at IS NULL;
 CREATE TABLE IF NOT EXISTS kv (
   namespace TEXT NOT NULL,
   key TEXT NOT NULL,

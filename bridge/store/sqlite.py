@@ -21,7 +21,7 @@ from bridge.store.codec import STUCK_DELIVERED, load_request, parse_ts, request_
 from bridge.store.concerns.kv import live
 from bridge.store.concerns.search import less_voted, wanted_counts
 from bridge.store.query import RequestQuery, is_plain, sqlite_page, sqlite_where
-from bridge.store.sqlite_engine import SQLiteEngine
+from bridge.store.sqlite_grants import SQLiteGrants
 from bridge.store.sqlite_rows import (
     INSERT_OUTBOX,
     INSERT_REQUEST,
@@ -32,7 +32,7 @@ from bridge.store.sqlite_rows import (
 )
 
 
-class SQLiteStore(SQLiteEngine):
+class SQLiteStore(SQLiteGrants):
     """Everything the bridge remembers, in one SQLite file."""
 
     # requests -----------------------------------------------------------------------

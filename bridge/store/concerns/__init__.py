@@ -13,4 +13,5 @@ trades in); `bridge.store.base.Store` is composed of them all.
 | `timers` | what the scheduler arms |
 | `retention` | pruning closed requests |
 | `leads` | roles only one replica may hold |
+| `grants` | standing approvals (read on every decision) |
 """
