@@ -73,7 +73,8 @@ class CoreDecider:
         if self.draining or not view.get("external_id"):
             return
         with anyio.move_on_after(WITHDRAW_WITHIN_S, shield=True):
-            await self.sink.withdraw(self.source, str(view["external_id"]), reason)
+            await self.sink.withdraw(self.source, str(view["external_id"]), reason,
+                                     created_by=view.get("created_by") or None)
 
 
 class ApiDecider:
