@@ -249,7 +249,11 @@ class Gateway:
 
 
 def _client_can(ctx: ServerRequestContext[Any, Any], params: ElicitRequestParams) -> bool:
-    """The agent's client declared elicitation in this mode (a bare declaration is form mode)."""
+    """The agent's client declared elicitation in this mode (a bare declaration is form mode)
+    and its connection can carry a request to it (a session; the sessionless protocol's
+    `input_required` rounds are not relayed: people answer those through the bridge)."""
+    if not ctx.session.can_send_request:
+        return False
     capabilities = ctx.session.client_capabilities
     declared = capabilities.elicitation if capabilities is not None else None
     if declared is None:

@@ -55,12 +55,13 @@ def everything_server(**extra: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def agent(bridge: Daemon, name: str = "tools", token: str = AGENT_TOKEN,
-                elicitation: ElicitationFnT | None = None) -> AsyncIterator[Client]:
-    """The agent's MCP client, talking to `/mcp/<name>`."""
+                elicitation: ElicitationFnT | None = None, mode: str = "auto") -> AsyncIterator[Client]:
+    """The agent's MCP client, talking to `/mcp/<name>` (`mode="legacy"`: a session, with
+    the initialize handshake)."""
     headers = {"Authorization": f"Bearer {token}"}
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http, \
             Client(streamable_http_client(f"{bridge.base_url}/mcp/{name}", http_client=http),
-                   elicitation_callback=elicitation) as client:
+                   elicitation_callback=elicitation, mode=mode) as client:
         yield client
 
 
