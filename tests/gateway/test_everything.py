@@ -115,10 +115,10 @@ async def test_a_server_set_to_bridge_elicitation_asks_people_even_when_the_clie
 
 
 async def test_prompts_resources_and_progress_pass_through(tmp_path: Path) -> None:
-    progress: list[float] = []
+    seen: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
 
     config = gateway_config(everything_server(prefix=True), extra={"policies": [EVERYTHING_ALLOWED]})
     async with running_bridge(tmp_path, config) as bridge, agent(bridge) as client:
@@ -136,4 +136,4 @@ async def test_prompts_resources_and_progress_pass_through(tmp_path: Path) -> No
         assert "hi" in _texts(echoed)
         done = await client.call_tool("everything__trigger-long-running-operation", {"duration": 1, "steps": 3},
                                       progress_callback=on_progress)
-        assert not done.is_error and len(progress) >= 2
+        assert not done.is_error and len(seen) >= 2
