@@ -31,6 +31,7 @@ from bridge.health import Health
 
 log = logging.getLogger("hitl_bridge.gateway")
 
+START_WITHIN_S = 60.0  # a server's start (npx may fetch, a container may pull) is not a call
 CLIENT_INFO = Implementation(name="hitl-bridge-gateway", version="0.1.0")
 Elicit = Callable[[ServerSettings, ElicitRequestParams], Awaitable[ElicitResult | ErrorData]]
 
@@ -77,11 +78,11 @@ class Downstream:
                 if self.closed:
                     raise DownstreamFailed(f"the session with server {self.server.name!r} has ended")
                 try:
-                    with anyio.fail_after(self.timeout_s):
+                    with anyio.fail_after(START_WITHIN_S):
                         await self._tasks.start(self._hold)
                 except TimeoutError:
                     raise DownstreamFailed(f"server {self.server.name!r} did not start within "
-                                           f"{self.timeout_s:.0f}s") from None
+                                           f"{START_WITHIN_S:.0f}s") from None
             assert self._client is not None
             return self._client
 
@@ -124,9 +125,9 @@ class Downstream:
             http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=self.timeout_s))
             transport: Any = streamable_http_client(server.url, http_client=http)
             return Client(transport, mode="legacy", client_info=CLIENT_INFO, elicitation_callback=self._on_elicit,
-                          read_timeout_seconds=self.timeout_s, cache=None)
+                          cache=None)
         return Client(_stdio(server), mode="legacy", client_info=CLIENT_INFO, elicitation_callback=self._on_elicit,
-                      read_timeout_seconds=self.timeout_s, cache=None)
+                      cache=None)
 
     async def _on_elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         return await self._elicit(self.server, params)
@@ -143,7 +144,11 @@ class Downstream:
         (now, so the next call finds it ready) and raises DownstreamFailed."""
         client = await self.client()
         try:
-            return await operation(client)
+            with anyio.fail_after(self.timeout_s):
+                return await operation(client)
+        except TimeoutError:
+            raise DownstreamFailed(f"server {self.server.name!r} did not answer within {self.timeout_s:.0f}s"
+                                   ) from None
         except MCPError as exc:
             if exc.code == CONNECTION_CLOSED:
                 self.broken(client)

@@ -40,6 +40,7 @@ from mcp_types import (
     ReadResourceRequestParams,
     ReadResourceResult,
 )
+from pydantic import ValidationError
 
 from adapters.gateway.deciders import Decider, NotAsked
 from adapters.gateway.downstream import Downstream, DownstreamFailed
@@ -185,13 +186,16 @@ class Gateway:
 
         with session.calling(entry.server.name, ctx):
             try:
-                result: CallToolResult = await downstream.call(lambda c: c.session.call_tool(
+                result: CallToolResult = await downstream.call(lambda c: c.call_tool(
                     entry.name, verdict.arguments, progress_callback=forward_progress,
                     read_timeout_seconds=downstream.timeout_s))
             except DownstreamFailed as exc:
                 return tool_error(str(exc))
             except MCPError as exc:
                 return tool_error(f"server {entry.server.name!r} refused the call: {exc.error.message[:2000]}")
+            except ValidationError:
+                return tool_error(f"server {entry.server.name!r} answered with something that is not an MCP "
+                                  "tool result; the call may have had effects")
         return result
 
     async def decide(self, ctx: ServerRequestContext[Any, Any], body: dict[str, Any]) -> dict[str, Any]:
