@@ -53,6 +53,7 @@ SOURCE_MODELS: dict[str, str] = {
     "mastra": "adapters.mastra.source:MastraConfig",
     "agentworld": "adapters.agentworld.source:AgentWorldConfig",
     "mcp": "adapters.mcp.settings:McpSettings",
+    "gateway": "adapters.gateway.settings:GatewaySettings",
 }
 #: the page that explains each section, relative to docs/reference/
 GUIDE: dict[str, str] = {
@@ -60,6 +61,7 @@ GUIDE: dict[str, str] = {
     "email": "../channels/email.md", "webhook": "../requests.md", "delta": "../engines/delta.md",
     "langgraph": "../engines/langgraph.md", "teal": "../engines/teal-mastra-agentworld.md",
     "mastra": "../engines/teal-mastra-agentworld.md", "agentworld": "../engines/teal-mastra-agentworld.md",
+    "gateway": "../guides/mcp-gateway.md",
     "mcp": "../engines/mcp.md", "store": "../store.md", "http": "../configuration.md",
     "routes": "../timing.md", "people": "../people.md",
 }
