@@ -96,9 +96,10 @@ class Downstream:
                 self._client = client
                 self.starts += 1
                 if self.starts > 1:
-                    log.warning("gateway %s: server %r exited and was restarted (%d restarts)",
-                                self.gateway, self.server.name, self.starts - 1)
-                    self._health.degraded(self.component, f"exited and was restarted ({self.starts - 1} restarts)",
+                    times = f"{self.starts - 1} time{'s' if self.starts > 2 else ''}"
+                    log.warning("gateway %s: server %r exited and was restarted (%s)", self.gateway,
+                                self.server.name, times)
+                    self._health.degraded(self.component, f"exited and was restarted ({times})",
                                           "see the server's own log (its stderr) for why it exits")
                 else:
                     self._health.ok(self.component, "connected")

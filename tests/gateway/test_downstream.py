@@ -18,6 +18,7 @@ import httpx
 import pytest
 import uvicorn
 
+from bridge.doctor import daemon_checks
 from tests.gateway.conftest import OPS_TOKEN, agent, filesystem_server, gateway_config, node_servers
 from tests.gateway.py_servers import http_app
 from tests.harness import running_bridge, wait_for
@@ -99,6 +100,9 @@ async def test_a_server_that_exits_mid_call_is_restarted_and_reported(tmp_path: 
         async with httpx.AsyncClient(base_url=bridge.base_url) as http:
             ready = await http.get("/readyz")
         assert "gateway:tools/py" in ready.text and "restarted" in ready.text
+        found = {f.check: f for f in await daemon_checks(bridge.base_url, OPS_TOKEN)}  # what `doctor` prints
+        assert found["daemon gateway:tools/py"].status == "warn"
+        assert "restarted (1 time)" in found["daemon gateway:tools/py"].detail
 
 
 async def test_a_server_that_never_answers_times_out_with_a_clear_error(tmp_path: Path) -> None:
