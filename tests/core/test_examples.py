@@ -21,7 +21,7 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "ANA_TOKEN": "ana-example-token-012345", "RELAY_TOKEN": "relay-example-token-0123",
        "ONCALL_INBOX_TOKEN": "oncall-token-0123456789abcdef",
        "HITL_BRIDGE_DATABASE_URL": "postgresql://hitl@db.example:5432/hitl",
-       "RELEASE_BOT_TOKEN": "release-bot-token-0123456789"}
+       "RELEASE_BOT_TOKEN": "release-bot-token-0123456789", "GITHUB_TOKEN": "ghp_example"}
 
 
 def test_there_are_examples() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -128,7 +129,17 @@ async def test_sessions_never_share_a_server_process(tmp_path: Path) -> None:
         assert _text(await one.call_tool("count", {})) == "1"
         assert _text(await one.call_tool("count", {})) == "2"
         assert _text(await two.call_tool("count", {})) == "1"  # its own process: it never saw one's calls
-        assert _text(await one.call_tool("whoami", {})) != _text(await two.call_tool("whoami", {}))
+        first = int(_text(await one.call_tool("whoami", {})))
+        assert first != int(_text(await two.call_tool("whoami", {})))
+    await wait_for(lambda: not _alive(first), 15)  # the session ended: its server process too
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 async def test_names_two_servers_share_stay_with_the_first_and_are_reported(tmp_path: Path) -> None:

@@ -114,6 +114,23 @@ async def test_a_denied_write_is_a_tool_error_with_the_reason_and_nothing_is_wri
         assert (files / "notes.txt").exists()
 
 
+async def test_a_held_call_sends_progress_while_it_waits(tmp_path: Path, files: Path) -> None:
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    config = gateway_config(filesystem_server(files), progress_every="50ms")
+    async with running_bridge(tmp_path, config) as bridge, agent(bridge) as client:
+        writing = asyncio.create_task(client.call_tool("write_file", {"path": str(files / "p.txt"), "content": "p"},
+                                                       progress_callback=on_progress))
+        [request] = await posted(bridge)
+        await wait_for(lambda: len(seen) >= 2, 15)  # clients that reset their timeout on progress keep waiting
+        assert request["id"] in seen[0] and "waiting for a person" in seen[0]
+        await answer(bridge, request["id"], {"approve": "yes"})
+        assert not (await writing).is_error and (files / "p.txt").read_text() == "p"
+
+
 async def test_a_call_cancelled_mid_wait_cancels_its_request(tmp_path: Path, files: Path) -> None:
     async with running_bridge(tmp_path, gateway_config(filesystem_server(files))) as bridge, agent(bridge) as client:
         with anyio.CancelScope() as scope:
