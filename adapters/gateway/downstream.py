@@ -14,6 +14,7 @@ never its command line, its URL's credentials or its headers.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, ElicitRequestParams, ElicitResult, ErrorData, Implementation
 
 from adapters.gateway.settings import ServerSettings
@@ -105,7 +106,7 @@ class Downstream:
                     self._health.ok(self.component, "connected")
                 started = True
                 task_status.started()
-                await stop.wait()
+                await self._watch(client, stop)
         except Exception as exc:
             if started:  # closing a connection that broke: nothing is waiting on it any more
                 log.debug("gateway %s: server %r connection closed: %r", self.gateway, self.server.name, exc)
@@ -118,6 +119,33 @@ class Downstream:
         finally:
             if self._stop is stop:  # not a newer connection's
                 self._client = None
+
+    async def _watch(self, client: Client, stop: anyio.Event) -> None:
+        """Until the session ends: ping the server while idle; one that exited is restarted
+        (and reported) now, not when the next call finds it gone."""
+        every = self.server.ping_every.total_seconds()
+        while not stop.is_set():
+            with anyio.move_on_after(every):
+                await stop.wait()
+            if stop.is_set():
+                return
+            try:
+                with anyio.fail_after(self.timeout_s), warnings.catch_warnings():
+                    # ping left the 2026 protocol; these connections speak the handshake era, which has it
+                    warnings.simplefilter("ignore", MCPDeprecationWarning)
+                    await client.send_ping()
+            except MCPError as exc:
+                if exc.code != CONNECTION_CLOSED:
+                    continue  # it answered, if oddly: it is there
+            except TimeoutError:
+                log.warning("gateway %s: server %r did not answer a ping within %.0fs", self.gateway,
+                            self.server.name, self.timeout_s)
+                continue
+            else:
+                continue
+            self.broken(client)
+            self._tasks.start_soon(self._restart)
+            return
 
     def _connected(self) -> Client:
         server = self.server

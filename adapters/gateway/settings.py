@@ -46,8 +46,11 @@ class ServerSettings(BaseModel):
     #: elicitation from this server: `client` asks the agent's MCP client when it declares
     #: elicitation, else people through the bridge; `bridge` always asks people
     elicitation: Literal["client", "bridge"] = "client"
-    #: give up on a call (and on connecting) when the server says nothing for this long
+    #: give up on a call when the server says nothing for this long
     call_timeout: Duration = timedelta(minutes=5)
+    #: how often an open connection is pinged: a server that exited while idle is restarted
+    #: and reported before the next call needs it
+    ping_every: Duration = timedelta(seconds=15)
 
     @field_validator("prefix")
     @classmethod
@@ -55,6 +58,13 @@ class ServerSettings(BaseModel):
         if isinstance(prefix, str) and not re.fullmatch(NAME, prefix):
             raise ValueError("a prefix is 1-40 lowercase letters, digits, '_' or '-'")
         return prefix
+
+    @field_validator("call_timeout", "ping_every")
+    @classmethod
+    def _sensible_interval(cls, every: timedelta) -> timedelta:
+        if not timedelta(seconds=0.05) <= every <= timedelta(hours=24):
+            raise ValueError("use between 50ms and 24h")
+        return every
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerSettings:

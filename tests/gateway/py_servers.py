@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from typing import Any
 
 import anyio
@@ -41,6 +42,12 @@ def build(name: str = "py") -> MCPServer:
     def crash() -> str:
         """Exits the process mid-call."""
         os._exit(3)
+
+    @server.tool()
+    def exit_soon() -> str:
+        """Answers, then exits while idle."""
+        threading.Timer(0.2, os._exit, (4,)).start()
+        return "bye"
 
     @server.tool()
     async def hang() -> str:

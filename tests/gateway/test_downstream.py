@@ -106,6 +106,20 @@ async def test_a_server_that_exits_mid_call_is_restarted_and_reported(tmp_path: 
         assert "restarted (1 time)" in found["daemon gateway:tools/py"].detail
 
 
+async def test_a_server_that_exits_while_idle_is_restarted_before_the_next_call(tmp_path: Path) -> None:
+    config = gateway_config(py_server(ping_every="100ms"), extra={"policies": [ALLOW_ALL]})
+    async with running_bridge(tmp_path, config) as bridge, agent(bridge) as client:
+        before = _text(await client.call_tool("whoami", {}))
+        assert _text(await client.call_tool("exit_soon", {})) == "bye"
+
+        async def restarted() -> bool:
+            async with httpx.AsyncClient(base_url=bridge.base_url) as http:
+                return "restarted (1 time)" in (await http.get("/readyz")).text
+        await wait_for(restarted, 20)
+        after = await client.call_tool("whoami", {})
+        assert not after.is_error and _text(after) != before  # no call ever saw it gone
+
+
 async def test_a_server_that_never_answers_times_out_with_a_clear_error(tmp_path: Path) -> None:
     config = gateway_config(py_server(call_timeout="1s"), extra={"policies": [ALLOW_ALL]})
     async with running_bridge(tmp_path, config) as bridge, agent(bridge) as client:

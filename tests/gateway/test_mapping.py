@@ -85,7 +85,7 @@ def test_arguments_too_large_or_not_json_are_refused() -> None:
 
 
 def test_verdicts_allow_only_a_yes_and_use_the_edited_arguments() -> None:
-    edit = [{"id": "approve", "kind": "confirm", "prompt": "Allow?"},
+    edit: list[dict[str, Any]] = [{"id": "approve", "kind": "confirm", "prompt": "Allow?"},
             {"id": "arguments", "kind": "edit", "prompt": "Args", "required": False}]
     allowed = verdict_of(closed({"approve": "yes", "arguments": {"path": "/b"}}, questions=edit))
     assert allowed.allowed and allowed.arguments == {"path": "/b"}
@@ -127,7 +127,7 @@ def test_form_elicitation_questions_and_answers_both_ways() -> None:
 
 
 def test_hostile_elicitation_schemas_still_make_a_valid_request() -> None:
-    hostile = [
+    hostile: list[dict[str, Any]] = [
         {"type": "object", "properties": "not a mapping"},
         {"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(500)}},
         {"type": "object", "properties": {"x": "not a schema", "y": {"enum": [""] + ["o"] * 3}}},
