@@ -153,6 +153,24 @@ class Settings(StrictModel):
                 raise ValueError(f"{key}: {exc}") from None
         return self
 
+    @model_validator(mode="after")
+    def _policies_can_decide(self) -> Settings:
+        """A rule that can never match, or that an earlier or stronger one shadows, is refused
+        (bridge.policy.lint), naming it and the fix."""
+        if not self.policies:
+            return self
+        from bridge.policy.lint import policy_problems
+
+        routes = [r.name or "" for r in [*self.routes, self.default_route]]
+        sources = {str(s.get("name") or s.get("type")): str(s.get("type")) for s in self.sources}
+        problems = policy_problems(self.policies, routes, sources)
+        if problems:
+            index, reason = problems[0]
+            more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''} in policies:)" \
+                if len(problems) > 1 else ""
+            raise ValueError(f"policies[{index}]: {reason}{more}")
+        return self
+
     @property
     def has_rules(self) -> bool:
         """Whether the config says anything about who answers what: a route, a default_route
@@ -172,7 +190,8 @@ class Settings(StrictModel):
         return Path(".hitl-bridge")
 
 
-_KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups)[\w.\[\]-]*): (.*)$", re.S)
+_KEYED_REASON = re.compile(r"^((?:routes\[\d+\]|default_route|people|groups|policies\[\d+\])[\w.\[\]-]*): (.*)$",
+                           re.S)
 
 
 def embedded_defaults(env: dict[str, str]) -> dict[str, Any]:

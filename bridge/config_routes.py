@@ -54,6 +54,14 @@ class Route(StrictModel):
     fyi_automatic: bool = False
 
     @model_validator(mode="after")
+    def _spans_fit(self) -> Route:
+        where = f"route {self.name!r}: " if self.name else ""
+        for span in self.grant_spans:
+            if not 60 <= span.total_seconds() <= 366 * 86400:
+                raise ValueError(f"{where}grant_spans: {span} is not between 1 minute and 366 days")
+        return self
+
+    @model_validator(mode="after")
     def _levels_in_order(self) -> Route:
         where = f"route {self.name!r}: " if self.name else ""
         for i in range(1, len(self.escalate)):

@@ -137,5 +137,6 @@ def check_config(settings: Settings) -> str:
     channels = build_channels(settings, store, SystemClock())
     sources = build_sources(settings, store, SystemClock())
     check_targets(settings, channels)
-    return (f"{settings.origin}: ok — {len(settings.routes)} route(s); channels: "
+    rules = f", {len(settings.policies)} rule(s) in policies:" if settings.policies else ""
+    return (f"{settings.origin}: ok — {len(settings.routes)} route(s){rules}; channels: "
             f"{', '.join(c.name for c in channels) or 'none'}; sources: {', '.join(s.name for s in sources) or 'none'}")

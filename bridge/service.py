@@ -26,6 +26,7 @@ from bridge.notify import ChangeFeed
 from bridge.people import People, canonical_target
 from bridge.policy import GrantChoice, GrantOffer, grant_offers
 from bridge.policy.ruleset import RuleSet
+from bridge.policy.standing import StandingApprovals
 from bridge.policy.verdict import decide
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.router import Router
@@ -37,8 +38,9 @@ from bridge.waiting import waiting_for
 
 log = logging.getLogger("hitl_bridge")
 
-class BridgeService:
-    """Implements RequestSink and BridgeAPI (bridge.ports)."""
+class BridgeService(StandingApprovals):
+    """Implements RequestSink and BridgeAPI (bridge.ports); lists and revokes standing
+    approvals (bridge.policy.standing)."""
 
     def __init__(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -46,6 +47,19 @@ TASK_SLOT: ContextVar[TaskSlot | None] = ContextVar("hitl_bridge_mcp_task_slot",
 ASKED = CallToolResult(content=[])  # what a call in a task slot returns (the extension replaces it)
 
 
+#: over stdio, one `hitl-bridge mcp` process serves one client session (Claude Code starts one a session)
+STDIO_SESSION = f"mcp-stdio-{uuid.uuid4()}"
+
+
+def session_of(headers: Mapping[str, str] | None) -> str | None:
+    """The MCP session a call belongs to: this process over stdio, the `Mcp-Session-Id` over
+    HTTP (None without one: stateless HTTP has no session, and "for this session" is not offered)."""
+    if headers is None:
+        return STDIO_SESSION
+    found = headers.get("mcp-session-id")
+    return f"mcp-{found[:180]}" if found else None
+
+
 def headers_of(request: Any) -> Mapping[str, str] | None:
     """The HTTP headers of the MCP request being served (None over stdio)."""
     headers = getattr(request, "headers", None)
@@ -75,6 +89,9 @@ class Calls:
 
     async def ask(self, ctx: Context, call: str, body: dict[str, Any], hold_s: float | None) -> CallToolResult:
         client = self.client(ctx)
+        session = session_of(ctx.headers)
+        if session is not None:
+            body.setdefault("session", session)  # what "Allow for this session" is scoped to
         try:
             request_id = await client.create(body)
         except BridgeError as exc:

@@ -4,9 +4,10 @@ or a standing approval approves only where the route lets automatic approvals in
 An automatic "no" is always allowed (a rejection is never held back). An automatic "yes" is
 refused (`AutomaticRefused`: the request is then asked of a person) on a request with a
 secret question, and — unless the rule says `override_route: true` (for a grant: a rule
-with `grants: true`) — on a route with a quorum above 1 or with `forbid_self_approval`; a
-grant also where the route says `grants: false`, and wherever its grantor would not be
-admitted to answer (the request's responders, the route's, as they are now)."""
+with `grants: true`) — on a route with a quorum above 1. A grant is refused also on a route
+with `forbid_self_approval` or `grants: false`, and wherever its grantor would not be
+admitted to answer (the request's responders, the route's, as they are now). (A rule is no
+one's own request: four eyes keep people from approving themselves, not the operator's rules.)"""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def route_keeps_out(attempt: Attempt) -> list[str]:
     if not override:
         if route.quorum > 1:
             why.append(f"route {route.name!r} needs a quorum of {route.quorum}")
-        if route.forbid_self_approval:
+        if actor.kind is ActorKind.grant and route.forbid_self_approval:
             why.append(f"route {route.name!r} forbids self-approval (four eyes)")
         if actor.kind is ActorKind.grant and not getattr(route, "grants", True):
             why.append(f"route {route.name!r} turns standing approvals off (grants: false)")

@@ -20,6 +20,7 @@ from bridge.answering.shared_password import not_the_shared_password
 from bridge.answering.values import fit_the_questions
 from bridge.models import Request
 from bridge.policy import GrantChoice
+from bridge.policy.granting import keep_grant, plan_grant
 
 #: a check raises a BridgeError to refuse the attempt; it may refine it (clean values, identity)
 Check = Callable[[Desk, Attempt], Awaitable[None]]
@@ -39,15 +40,29 @@ async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, An
                  grant: GrantChoice | None = None) -> Request:
     """Answer `request_id` as `actor`: the request closed with the answer, or (a vote short
     of its quorum) as it stands, still open. `grant`: the standing approval the person asks
-    for with an approving answer (stored by the policy core; a plain answer until then)."""
-    request = await open_request(desk.store, request_id)
+    for with an approving answer (bridge.policy.granting: checked before the answer is
+    recorded, GrantRefused refuses both; stored once it is)."""
+    return await answer_open(desk, await open_request(desk.store, request_id), actor, values, reason=reason,
+                             checks=checks, grant=grant)
+
+
+async def answer_open(desk: Desk, request: Request, actor: Actor, values: dict[str, Any], *,
+                      reason: str | None = None, checks: tuple[Check, ...] = CHECKS,
+                      grant: GrantChoice | None = None) -> Request:
+    """`answer` of a request the caller has just read open (the verdict step: the one it just
+    created); the store still decides atomically whether it is open when the answer is recorded."""
+    request_id = request.id
     attempt = Attempt(request, actor, values, desk.judged(request), reason)
     for check in checks:
         await check(desk, attempt)
+    planned = plan_grant(desk, attempt, grant) if grant is not None else None  # GrantRefused: nothing recorded
     if counts_votes(attempt) and not await vote(desk, attempt):
         current = await desk.store.get_request(request_id)
         assert current is not None
         desk.changes.publish(current)
         desk.background(desk.update_channels(current), f"update {request_id}")
         return current
-    return await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason)
+    recorded = await record(desk, attempt.request, attempt.actor, attempt.clean, reason=attempt.reason)
+    if planned is not None:
+        await keep_grant(desk, planned, recorded)
+    return recorded

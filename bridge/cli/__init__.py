@@ -32,6 +32,7 @@ VERBS: dict[str, str] = {
     "inbox": "bridge.cli.inbox:inbox",
     "cancel": "bridge.cli.requests:cancel",
     "redeliver": "bridge.cli.requests:redeliver",
+    "grants": "bridge.cli.grants:grants",
     "doctor": "bridge.cli.admin:doctor",
     "check-config": "bridge.cli.admin:check_config",
     "demo": "bridge.cli.demo:demo",

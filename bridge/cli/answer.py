@@ -17,6 +17,7 @@ import click
 from bridge.cli import render, safe
 from bridge.cli.backend import complete_ids, open_bridge
 from bridge.cli.exits import REFUSED, USAGE, Failed, codes
+from bridge.cli.grants import GRANT_HELP, grant_option
 from bridge.cli.options import Cli, daemon_options, json_option, offline_option, print_json
 
 OPEN = ("pending", "posted")
@@ -41,25 +42,29 @@ AS_HELP = ("The name shown with the answer. Through the API the answer counts as
 @click.option("--as", "responder", metavar="NAME", help=AS_HELP)
 @click.option("--reason", help="Why: shown with the answer; a rejection's reason reaches the engine where it "
                                "can carry one (callbacks, Delta's response.txt, LangGraph, Mastra).")
+@click.option("--grant", "grant_text", metavar="SCOPE", help=GRANT_HELP)
 @json_option
 @offline_option
 @daemon_options
 @click.pass_obj
 def answer(cli: Cli, request_id: str, value: str | None, question_id: str | None, values_json: str | None,
-           responder: str | None, reason: str | None, as_json: bool, offline: bool) -> int:
+           responder: str | None, reason: str | None, grant_text: str | None, as_json: bool, offline: bool) -> int:
     """Answer a request. VALUE is checked against its question: yes/no for a confirmation,
     an option for a choice, JSON (or a,b) for several choices, JSON for a form or an edit;
     `-` reads it from stdin. Leave VALUE out to be asked (numbered options, a hidden prompt
     for a secret, your $EDITOR for an edit)."""
     from hitl_bridge_client import InvalidRequest
 
+    grant = grant_option(grant_text)
     with open_bridge(cli, offline, writes=True) as bridge:
         view = bridge.get(request_id)
         if view.get("state") not in OPEN:
             raise Failed(closed_text(view))
         values, asked_reason = collect(view, value, question_id, values_json)
+        granting = {"grant": grant} if grant is not None else {}
         try:
-            result = bridge.answer(request_id, values=values, responder=responder, reason=reason or asked_reason)
+            result = bridge.answer(request_id, values=values, responder=responder, reason=reason or asked_reason,
+                                   **granting)
         except InvalidRequest as exc:
             raise Failed(f"invalid answer: {exc.detail}", USAGE) from None
         after = bridge.get(request_id) if result.get("state") in OPEN else result  # a vote: show the tally

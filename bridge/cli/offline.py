@@ -114,16 +114,22 @@ class OfflineBridge:
 
     # changes -----------------------------------------------------------------------------
     def answer(self, request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
-               responder: str | None = None, reason: str | None = None) -> View:
+               responder: str | None = None, reason: str | None = None,
+               grant: str | dict[str, Any] | None = None) -> View:
         from bridge.http.views import request_view
         from bridge.models import Responder
+        from bridge.policy import GrantChoice, GrantOffer
+
+        choice = None
+        if grant is not None:
+            choice = GrantOffer.parse_key(grant) if isinstance(grant, str) else GrantChoice.model_validate(grant)
 
         name = responder or getpass.getuser()
         if values is None:
             questions = self.get(request_id)["questions"]
             values = {questions[0]["id"]: value}
         updated = self._run(self.service.answer(request_id, Responder(platform="cli", user_id=name, name=name),
-                                                values, via="cli", reason=reason))
+                                                values, via="cli", reason=reason, grant=choice))
         return request_view(updated)
 
     def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> View:

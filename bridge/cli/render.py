@@ -158,11 +158,13 @@ def values_text(values: Any) -> str:
 
 def responder_text(responder: dict[str, Any]) -> str:
     """`ana (slack:U0123)`, the handle alone when it has no other name, `timeout` for the
-    route's on_timeout answer."""
+    route's on_timeout answer, `policy:<rule>` / `grant:<id>` for an automatic decision."""
     platform, user = responder.get("platform"), responder.get("user_id")
     if platform == user:
         return safe.line(user)
     handle = f"{platform}:{user}"
+    if platform in ("policy", "grant"):  # a rule of policies: or a standing approval, not a person
+        return f"{safe.line(handle)} (decided automatically)"
     name = responder.get("person") or responder.get("name")
     return f"{safe.line(name)} ({safe.line(handle)})" if name and name != user else safe.line(handle)
 

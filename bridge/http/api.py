@@ -15,6 +15,7 @@ from bridge.http.auth import api_responder, caller_name, may_manage, not_yours, 
 from bridge.http.views import event_view, outbox_view, post_view, request_view, votes_view
 from bridge.models import Request as BridgeRequest
 from bridge.models import RequestState
+from bridge.policy import GrantChoice, GrantOffer
 from bridge.ports import source_problems
 from bridge.questions import MAX_CONTEXT_DEPTH
 from bridge.service import BridgeService
@@ -37,6 +38,10 @@ class AnswerBody(BaseModel):
         "as that person (anyone else is refused: 403); otherwise only the name shown, and the answer "
         "counts as the token's own (api:<token name>)"))
     reason: str | None = Field(default=None, max_length=2000)
+    grant: GrantChoice | str | None = Field(default=None, description=(
+        "with an approval: a standing approval for calls like this one (bridge.policy): "
+        '{"scope": "session"|"span"|"always", "span_s": 3600, "pattern": "Bash(npm test:*)"}, or a '
+        "button key: once, session, span:3600, always"))
 
 
 class CancelBody(BaseModel):
@@ -166,7 +171,11 @@ async def answer_request(request: Request, request_id: str) -> dict[str, Any] | 
                            {"name": exc.who, "via": "api", "reason": "not a person"})
         return error_response(exc)
     try:
-        updated = await service.answer(request_id, responder, values, via="api", reason=body.reason)
+        grant = GrantOffer.parse_key(body.grant) if isinstance(body.grant, str) else body.grant
+    except ValueError as exc:
+        raise HTTPException(422, f"grant: {exc}") from None
+    try:
+        updated = await service.answer(request_id, responder, values, via="api", reason=body.reason, grant=grant)
     except BridgeError as exc:
         return error_response(exc)
     return request_view(updated)

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from bridge.config import Settings
-from bridge.http import api, long_poll
+from bridge.http import api, grants_api, long_poll
 from bridge.http.body_limit import BodyLimit, too_large
 from bridge.http.docs import install_docs
 from bridge.http.guard import RequestGuard
@@ -78,6 +78,7 @@ def create_app(
     metrics = Metrics(service)
     app.state.metrics = metrics
     app.include_router(api.router)
+    app.include_router(grants_api.router)
     long_poll.install(app.router.routes)
     app.router.routes[0:0] = [r for r in extra_routes if isinstance(r, FirstRoute)]
     app.router.routes.extend(r for r in extra_routes if not isinstance(r, FirstRoute))

@@ -93,7 +93,11 @@ def is_tool_approval(request: Request) -> bool:
 def grant_offers(request: Request, route: Route) -> list[GrantOffer]:
     """The standing approvals a channel offers for `request` (besides "Allow once"): none for
     a request that is not a tool approval, on a route with quorum, four-eyes or grants off,
-    or with a secret question. The policy core refines this (session known, default pattern)."""
+    or with a secret question. "For this session" only when the request names its session;
+    one "Allow for …" per span of the route's `grant_spans` (1 hour when it sets none);
+    "Always allow this" starts from `default_pattern` (bridge.policy.patterns_default)."""
+    from bridge.policy.patterns_default import default_pattern  # imports the rule syntax: kept off the contract
+
     if not is_tool_approval(request) or request.secret_question_ids:
         return []
     if route.quorum > 1 or route.forbid_self_approval or not getattr(route, "grants", True):
@@ -101,6 +105,9 @@ def grant_offers(request: Request, route: Route) -> list[GrantOffer]:
     offers: list[GrantOffer] = []
     if request.session:
         offers.append(GrantOffer(GrantChoice(scope=GrantScope.session), "Allow for this session"))
-    offers.append(GrantOffer(GrantChoice(scope=GrantScope.span, span_s=3600.0), _span_label(3600)))
-    offers.append(GrantOffer(GrantChoice(scope=GrantScope.always), "Always allow this", pattern=request.tool))
+    spans = [s.total_seconds() for s in getattr(route, "grant_spans", [])] or [3600.0]
+    for seconds in spans:
+        offers.append(GrantOffer(GrantChoice(scope=GrantScope.span, span_s=seconds), _span_label(seconds)))
+    offers.append(GrantOffer(GrantChoice(scope=GrantScope.always), "Always allow this",
+                             pattern=default_pattern(request)))
     return offers

@@ -30,6 +30,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 MAX_RULE = 1000
+#: a path or a command longer than this is not read: an allow does not match it, a deny does
+MAX_ARGUMENT = 10_000
+MAX_DOUBLE_STARS = 3
 #: the tools a file rule covers, by the name the rule is written with (Claude Code's families)
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 READ_TOOLS = ("Read", "Glob", "Grep", "LS")
@@ -73,9 +76,13 @@ class ToolRule:
             return True
         if self.kind == "shell":
             command = arguments.get("command")
+            if isinstance(command, str) and len(command) > MAX_ARGUMENT:
+                return deny
             return isinstance(command, str) and shell_matches(self.specifier, command, deny=deny)
         if self.kind == "file":
             path = next((arguments[k] for k in PATH_ARGUMENTS if isinstance(arguments.get(k), str)), None)
+            if path is not None and len(path) + len(workspace or "") > MAX_ARGUMENT:
+                return deny
             return path is not None and path_matches(self.specifier, path, workspace)
         if self.kind == "url":
             url = arguments.get("url")
@@ -130,6 +137,9 @@ def check_path_pattern(spec: str, text: str) -> None:
                               "absolute path from / as //home/me/…")
     if ".." in spec.split("/"):
         raise RuleSyntaxError(f"{text[:60]!r}: `..` in a path pattern; write the path it means")
+    if spec.count("**") > MAX_DOUBLE_STARS:
+        raise RuleSyntaxError(f"{text[:60]!r}: more than {MAX_DOUBLE_STARS} `**` in one path pattern (each one "
+                              "multiplies the time a long path takes); split it into several rules")
 
 
 # shell ---------------------------------------------------------------------------------------
@@ -142,6 +152,17 @@ def shell_matches(spec: str, command: str, *, deny: bool) -> bool:
     if _SHELL_META.search(command):
         return False
     return _one_command(spec, command)
+
+
+def command_words(command: str) -> set[str]:
+    """The first word of the command and of each part a shell operator starts (the words a
+    shell rule is indexed by: a deny reads every part)."""
+    words = set()
+    for part in [command, *_SPLIT.split(command)]:
+        head = part.split(None, 1)
+        if head:
+            words.add(head[0])
+    return words
 
 
 def _one_command(spec: str, command: str) -> bool:

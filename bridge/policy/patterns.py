@@ -15,8 +15,10 @@ from typing import Any
 sre_parse: Any = importlib.import_module("re._parser")
 
 MAX_PATTERN = 500
-#: a value longer than this is matched by no pattern (arguments are bounded by the request model)
-MAX_VALUE = 100_000
+#: a value longer than this is not read by a pattern: an allow does not match it, a deny does
+MAX_VALUE = 10_000
+#: unbounded repeats (`*`, `+`, `{n,}`) in one regex: each more multiplies the worst case by the value's length
+MAX_REPEATS = 4
 REGEX_PREFIX = "re:"
 
 _REPEATS = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, getattr(sre_parse, "POSSESSIVE_REPEAT", None)} - {None}
@@ -26,14 +28,15 @@ class HostilePattern(ValueError):
     """A pattern refused because matching it could take forever; the message says how to fix it."""
 
 
-def compile_value(pattern: str) -> Callable[[str], bool]:
-    """A test for one string value: the glob, or (`re:`) the regex searched in it."""
+def compile_value(pattern: str, *, oversize: bool = False) -> Callable[[str], bool]:
+    """A test for one string value: the glob, or (`re:`) the regex searched in it. A value
+    longer than MAX_VALUE is not read: the test says `oversize` (True for a deny: fail closed)."""
     if len(pattern) > MAX_PATTERN:
         raise HostilePattern(f"longer than {MAX_PATTERN} characters: shorten it (or split it into several rules)")
     if pattern.startswith(REGEX_PREFIX):
         regex = safe_regex(pattern[len(REGEX_PREFIX):])
-        return lambda value: len(value) <= MAX_VALUE and regex.search(value) is not None
-    return lambda value: len(value) <= MAX_VALUE and fnmatchcase(value, pattern)
+        return lambda value: oversize if len(value) > MAX_VALUE else regex.search(value) is not None
+    return lambda value: oversize if len(value) > MAX_VALUE else fnmatchcase(value, pattern)
 
 
 def safe_regex(text: str) -> re.Pattern[str]:
@@ -45,7 +48,24 @@ def safe_regex(text: str) -> re.Pattern[str]:
     except re.error as exc:
         raise ValueError(f"not a regular expression: {exc}") from None
     _walk(parsed, inside_repeat=False)
+    if _unbounded(parsed) > MAX_REPEATS:
+        raise HostilePattern(f"more than {MAX_REPEATS} unbounded repeats (*, +, {{n,}}): each one multiplies "
+                             "the time a long value takes; anchor the pattern or split it into several rules")
     return compiled
+
+
+def _unbounded(items: Any) -> int:
+    count = 0
+    for op, arg in items:
+        if op in _REPEATS:
+            count += int(arg[1] == sre_parse.MAXREPEAT or arg[1] > 100) + _unbounded(arg[2])
+        elif op is sre_parse.SUBPATTERN:
+            count += _unbounded(arg[-1])
+        elif op is sre_parse.BRANCH:
+            count += sum(_unbounded(branch) for branch in arg[1])
+        elif op in (sre_parse.ASSERT, sre_parse.ASSERT_NOT):
+            count += _unbounded(arg[1])
+    return count
 
 
 def _walk(items: Any, *, inside_repeat: bool) -> None:

@@ -6,16 +6,18 @@ of each effect: deny beats allow beats ask (bridge.policy.rules)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Any
 
 from bridge.models import Request
-from bridge.policy.claude import ToolRule, parse_rule
+from bridge.policy.claude import PATH_ARGUMENTS, ToolRule, command_words, parse_rule
 from bridge.policy.patterns import at_path, compile_value, scalar_text
 from bridge.policy.rules import Effect, PolicyRule
 
 GLOB_CHARS = frozenset("*?[")
+TOOL_CACHE = 4096
 
 
 def _options(value: str | list[str] | None) -> tuple[str, ...] | None:
@@ -42,10 +44,28 @@ class CompiledRule:
 
     @classmethod
     def of(cls, index: int, rule: PolicyRule) -> CompiledRule:
+        deny = rule.effect is Effect.deny  # a value too long to read: a deny matches it, an allow does not
         return cls(index, rule, parse_rule(rule.rule) if rule.rule else None,
-                   tuple((path, compile_value(p)) for path, p in rule.arguments.items()),
-                   tuple((label, compile_value(p)) for label, p in rule.labels.items()),
+                   tuple((path, compile_value(p, oversize=deny)) for path, p in rule.arguments.items()),
+                   tuple((label, compile_value(p, oversize=deny)) for label, p in rule.labels.items()),
                    _options(rule.source), _options(rule.route))
+
+    @property
+    def word(self) -> str | None:
+        """A word the call must hold for this rule to match, when it has a plain one: the
+        command's first word of a shell rule (`git` of `Bash(git status:*)`), the first folder
+        of a file rule (`src` of `Edit(./src/**)`). Rules are indexed by it."""
+        tool_rule = self.tool_rule
+        if tool_rule is None or not tool_rule.specifier:
+            return None
+        if tool_rule.kind == "shell":
+            word = tool_rule.specifier.removesuffix(":*").split(" ", 1)[0]
+        elif tool_rule.kind == "file":
+            parts = [p for p in tool_rule.specifier.removeprefix("./").split("/") if p and p != "."]
+            word = parts[0] if len(parts) > 1 else ""  # a bare name matches at any depth: no index
+        else:
+            return None
+        return word if word and not GLOB_CHARS & set(word) else None
 
     @property
     def exact_tools(self) -> tuple[str, ...] | None:
@@ -89,6 +109,20 @@ class CompiledRule:
         return True
 
 
+def call_words(arguments: Mapping[str, Any], workspace: str | None) -> set[str]:
+    """The words a call is looked up by: its command's (`command_words`), its path's folders
+    (with the workspace's, which a relative path is read from)."""
+    words: set[str] = set(workspace.split("/")) if workspace else set()
+    command = arguments.get("command")
+    if isinstance(command, str):
+        words |= command_words(command)
+    for key in PATH_ARGUMENTS:
+        path = arguments.get(key)
+        if isinstance(path, str):
+            words.update(p for p in path.split("/") if p)
+    return words
+
+
 @dataclass(frozen=True)
 class RuleVerdict:
     """What the rules say of one request: `effect` None when no rule matched."""
@@ -112,24 +146,47 @@ class RuleSet:
     def __init__(self, rules: Sequence[PolicyRule] = ()) -> None:
         self.rules = [CompiledRule.of(i, rule) for i, rule in enumerate(rules)]
         self._by_tool: dict[str, list[CompiledRule]] = {}
+        self._by_word: dict[tuple[str, str], list[CompiledRule]] = {}  # by CompiledRule.word
         self._anywhere: list[CompiledRule] = []
+        self._tool_cache: dict[str, list[CompiledRule]] = {}
         for compiled in self.rules:
             names = compiled.exact_tools
             if names is None:
                 self._anywhere.append(compiled)
+            word = compiled.word
             for name in names or ():
-                self._by_tool.setdefault(name, []).append(compiled)
+                if word is not None:
+                    self._by_word.setdefault((name, word), []).append(compiled)
+                else:
+                    self._by_tool.setdefault(name, []).append(compiled)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
 
     def candidates(self, request: Request) -> list[CompiledRule]:
-        named = self._by_tool.get(request.tool or "", []) if request.tool else []
-        if not named:
+        """The rules that could match `request`, in their order."""
+        tool = request.tool
+        if not tool:
             return self._anywhere
-        if not self._anywhere:
-            return named
-        return sorted([*named, *self._anywhere], key=lambda c: c.index)
+        groups = [self._by_tool.get(tool, ()), self._anywhere_for(tool)]
+        if self._by_word:
+            for word in call_words(request.context, request.workspace):
+                groups.append(self._by_word.get((tool, word), ()))
+        found = [g for g in groups if g]
+        if len(found) <= 1:
+            return list(found[0]) if found else []
+        return sorted({id(c): c for g in found for c in g}.values(), key=lambda c: c.index)
+
+    def _anywhere_for(self, tool: str) -> list[CompiledRule]:
+        """The rules with no exact tool that could match `tool` (their tool glob read once a tool)."""
+        found = self._tool_cache.get(tool)
+        if found is None:
+            found = [c for c in self._anywhere if (c.rule.tool is None and (c.tool_rule is None or
+                     c.tool_rule.covers_tool(tool))) or (c.rule.tool is not None and fnmatchcase(tool, c.rule.tool))]
+            if len(self._tool_cache) >= TOOL_CACHE:
+                self._tool_cache.clear()
+            self._tool_cache[tool] = found
+        return found
 
     def evaluate(self, request: Request) -> RuleVerdict:
         """The verdict of the rules (deny beats allow beats ask; the first of each is named)."""

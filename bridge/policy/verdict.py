@@ -13,9 +13,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bridge import answering
 from bridge.answering.actor import Actor, ActorKind
 from bridge.answering.desk import Desk
+from bridge.answering.pipeline import answer_open
 from bridge.config_routes import Route
 from bridge.errors import AutomaticRefused, BridgeError
 from bridge.models import Request
@@ -146,7 +146,7 @@ async def decide(desk: PolicyDesk, request: Request) -> Request | None:
         reason = found.rule.reason or f"denied by rule {found.rule.name} of the bridge's policies"
     actor = actor_for(found)
     try:
-        decided = await answering.answer(desk, request.id, actor, values, reason=reason)
+        decided = await answer_open(desk, request, actor, values, reason=reason)
     except AutomaticRefused:  # on the record already (the answer path's refusal)
         desk.lifecycle.auto_decided(request, "ask", label)
         return None

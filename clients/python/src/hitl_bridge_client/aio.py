@@ -58,8 +58,10 @@ class AsyncClient:
         return await self._run(calls.list_requests(state, source=source, route=route, limit=limit, offset=offset))
 
     async def answer(self, request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
-                     responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
-        return await self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason))
+                     responder: str | None = None, reason: str | None = None,
+                     grant: str | dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason,
+                                            grant=grant))
 
     async def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> dict[str, Any]:
         return await self._run(calls.cancel(request_id, reason, actor=actor))
@@ -69,6 +71,17 @@ class AsyncClient:
 
     async def events(self, request_id: str) -> Views:
         return await self._run(calls.events(request_id))
+
+    async def grants(self, *, all: bool = False) -> Views:
+        """The standing approvals in force (`all`: also the revoked and expired ones)."""
+        return await self._run(calls.grants(all=all))
+
+    async def grant(self, grant_id: str) -> dict[str, Any]:
+        return await self._run(calls.grant(grant_id))
+
+    async def revoke_grant(self, grant_id: str) -> dict[str, Any]:
+        """Revoke a standing approval: the next call it would have allowed is asked again."""
+        return await self._run(calls.revoke_grant(grant_id))
 
     async def sources(self) -> Views:
         return await self._run(calls.sources())

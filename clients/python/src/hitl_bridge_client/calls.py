@@ -92,10 +92,14 @@ def list_requests(state: str | list[str] | None = None, *, source: str | None = 
 
 
 def answer(request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
-           responder: str | None = None, reason: str | None = None) -> Flow[dict[str, Any]]:
-    """`value` for a request with one question, `values` by question id otherwise."""
+           responder: str | None = None, reason: str | None = None,
+           grant: str | dict[str, Any] | None = None) -> Flow[dict[str, Any]]:
+    """`value` for a request with one question, `values` by question id otherwise; `grant`
+    with an approval: a standing approval (`session`, `span:3600`, `always`, or
+    `{"scope": "always", "pattern": "Bash(npm test:*)"}`)."""
     body: dict[str, Any] = {"values": values} if values is not None else {"value": value}
-    body.update({k: v for k, v in (("responder", responder), ("reason", reason)) if v is not None})
+    body.update({k: v for k, v in (("responder", responder), ("reason", reason), ("grant", grant))
+                 if v is not None})
     view: dict[str, Any] = yield Call("POST", request_path(request_id, "answer"), json=body, resend=False)
     return view
 
@@ -114,6 +118,26 @@ def redeliver(request_id: str) -> Flow[dict[str, Any]]:
 def events(request_id: str) -> Flow[list[dict[str, Any]]]:
     found = yield Call("GET", request_path(request_id, "events"))
     return list(part(found, "events"))
+
+
+def grant_path(grant_id: str) -> str:
+    return f"/v1/grants/{quote(str(grant_id), safe='')}"
+
+
+def grants(*, all: bool = False) -> Flow[list[dict[str, Any]]]:
+    """The standing approvals in force (`all`: also the revoked and expired ones)."""
+    found = yield Call("GET", "/v1/grants", params={"all": "true"} if all else None)
+    return list(part(found, "grants"))
+
+
+def grant(grant_id: str) -> Flow[dict[str, Any]]:
+    view: dict[str, Any] = yield Call("GET", grant_path(grant_id))
+    return view
+
+
+def revoke_grant(grant_id: str) -> Flow[dict[str, Any]]:
+    view: dict[str, Any] = yield Call("DELETE", grant_path(grant_id))
+    return view
 
 
 def sources() -> Flow[list[dict[str, Any]]]:

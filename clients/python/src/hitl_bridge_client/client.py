@@ -70,9 +70,12 @@ class Client:
         return self._run(calls.list_requests(state, source=source, route=route, limit=limit, offset=offset))
 
     def answer(self, request_id: str, value: Any = None, *, values: dict[str, Any] | None = None,
-               responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
-        """Answer as an operator: `value` for one question, `values` by question id."""
-        return self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason))
+               responder: str | None = None, reason: str | None = None,
+               grant: str | dict[str, Any] | None = None) -> dict[str, Any]:
+        """Answer as an operator: `value` for one question, `values` by question id; `grant`
+        with an approval: a standing approval (`session`, `span:3600`, `always`, or a dict)."""
+        return self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason,
+                                      grant=grant))
 
     def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> dict[str, Any]:
         return self._run(calls.cancel(request_id, reason, actor=actor))
@@ -83,6 +86,17 @@ class Client:
     def events(self, request_id: str) -> Views:
         """The request's audit trail."""
         return self._run(calls.events(request_id))
+
+    def grants(self, *, all: bool = False) -> Views:
+        """The standing approvals in force (`all`: also the revoked and expired ones)."""
+        return self._run(calls.grants(all=all))
+
+    def grant(self, grant_id: str) -> dict[str, Any]:
+        return self._run(calls.grant(grant_id))
+
+    def revoke_grant(self, grant_id: str) -> dict[str, Any]:
+        """Revoke a standing approval: the next call it would have allowed is asked again."""
+        return self._run(calls.revoke_grant(grant_id))
 
     def sources(self) -> Views:
         """Each source and what it cannot show right now."""
