@@ -22,6 +22,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
@@ -80,7 +81,7 @@ class Gateway:
         try:
             return self.sessions.of(ctx, self.created_by(ctx))
         except RuntimeError as exc:
-            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+            raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None
 
     @staticmethod
     def created_by(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -96,9 +97,12 @@ class Gateway:
                          ) -> ListToolsResult:
         session = self.session(ctx)
         catalog = await _listing(session.tool_catalog(refresh=True))
-        for collision in catalog.collisions:
-            log.warning("gateway %s: %s", self.settings.name, collision)
-            self.health.degraded(f"gateway:{self.settings.name}", str(collision), "set `prefix` on one server")
+        component = f"gateway:{self.settings.name}"
+        if catalog.collisions:  # the registry logs it once, and /readyz and doctor show it
+            self.health.degraded(component, "; ".join(str(c) for c in catalog.collisions),
+                                 "set `prefix` on one of the servers that share a name")
+        else:
+            self.health.ok(component, "every tool listed")
         return ListToolsResult(tools=catalog.listed())
 
     async def list_prompts(self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
@@ -272,4 +276,4 @@ async def _listing(operation: Any) -> Any:
     try:
         return await operation
     except DownstreamFailed as exc:
-        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        raise MCPError(code=INTERNAL_ERROR, message=str(exc)) from None

@@ -16,8 +16,17 @@ from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
+from mcp import Client
 from mcp.server.context import ServerRequestContext
-from mcp_types import ElicitRequestParams, ElicitResult, ErrorData, Prompt, Tool
+from mcp_types import (
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    ListPromptsResult,
+    ListToolsResult,
+    Prompt,
+    Tool,
+)
 
 from adapters.gateway.catalog import Catalog, merge
 from adapters.gateway.downstream import Downstream
@@ -58,8 +67,7 @@ class AgentSession:
             if self.tools is None or refresh:
                 listings = []
                 for downstream in self.downstreams.values():
-                    found = await downstream.call(lambda c: c.list_tools())
-                    listings.append((downstream.server, list(found.tools)))
+                    listings.append((downstream.server, await _all_tools(downstream)))
                 self.tools = merge(listings)
             return self.tools
 
@@ -69,14 +77,49 @@ class AgentSession:
             client = await downstream.client()
             if client.server_capabilities.prompts is None:
                 continue
-            found = await downstream.call(lambda c: c.list_prompts())
-            listings.append((downstream.server, list(found.prompts)))
+            listings.append((downstream.server, await _all_prompts(downstream)))
         self.prompts = merge(listings)
         return self.prompts
 
     async def aclose(self) -> None:
         for downstream in self.downstreams.values():
             await downstream.aclose()
+
+
+MAX_PAGES = 100  # a server whose listing never ends is cut there
+
+
+async def _tools_page(client: Client, cursor: str | None) -> ListToolsResult:
+    return await client.list_tools(cursor=cursor)
+
+
+async def _prompts_page(client: Client, cursor: str | None) -> ListPromptsResult:
+    return await client.list_prompts(cursor=cursor)
+
+
+async def _all_tools(downstream: Downstream) -> list[Tool]:
+    """Every page of the server's tool listing."""
+    found: list[Tool] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page: ListToolsResult = await downstream.call(functools.partial(_tools_page, cursor=cursor))
+        found.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return found
+
+
+async def _all_prompts(downstream: Downstream) -> list[Prompt]:
+    found: list[Prompt] = []
+    cursor: str | None = None
+    for _ in range(MAX_PAGES):
+        page: ListPromptsResult = await downstream.call(functools.partial(_prompts_page, cursor=cursor))
+        found.extend(page.prompts)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return found
 
 
 class _InFlight:
