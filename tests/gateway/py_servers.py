@@ -22,6 +22,7 @@ from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 COUNT = [0]
+WAITING = [0, 0]  # calls of wait_for_cancel started, and cancelled
 
 
 def build(name: str = "py") -> MCPServer:
@@ -54,6 +55,22 @@ def build(name: str = "py") -> MCPServer:
         """Never answers."""
         await anyio.sleep_forever()
         return "never"
+
+    @server.tool()
+    async def wait_for_cancel() -> str:
+        """Waits until the call is cancelled."""
+        WAITING[0] += 1
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            WAITING[1] += 1
+            raise
+        return "never"
+
+    @server.tool()
+    def waiting() -> str:
+        """"<calls of wait_for_cancel started>,<cancelled>"."""
+        return f"{WAITING[0]},{WAITING[1]}"
 
     @server.tool()
     def has_key() -> bool:

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 import uvicorn
@@ -118,6 +119,33 @@ async def test_a_server_that_exits_while_idle_is_restarted_before_the_next_call(
         await wait_for(restarted, 20)
         after = await client.call_tool("whoami", {})
         assert not after.is_error and _text(after) != before  # no call ever saw it gone
+
+
+async def test_an_agent_cancelling_a_forwarded_call_cancels_it_downstream(tmp_path: Path) -> None:
+    config = gateway_config(py_server(), extra={"policies": [ALLOW_ALL]})
+    async with running_bridge(tmp_path, config) as bridge, agent(bridge) as client:
+        async def waiting() -> list[int]:
+            result = await client.call_tool("waiting", {})
+            return [int(n) for n in _text(result).split(",")]
+
+        with anyio.fail_after(60), anyio.CancelScope() as scope:
+            async def cancel_once_started() -> None:
+                try:
+                    await wait_for(lambda: _started(waiting), 20)
+                finally:
+                    scope.cancel()
+            canceller = asyncio.create_task(cancel_once_started())
+            await client.call_tool("wait_for_cancel", {})
+        await canceller
+        assert await wait_for(lambda: _cancelled(waiting), 20)  # the server's handler was cancelled
+
+
+async def _started(waiting: Any) -> bool:
+    return bool((await waiting())[0] >= 1)
+
+
+async def _cancelled(waiting: Any) -> bool:
+    return bool((await waiting())[1] >= 1)
 
 
 async def test_a_server_that_never_answers_times_out_with_a_clear_error(tmp_path: Path) -> None:
