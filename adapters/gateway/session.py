@@ -173,6 +173,10 @@ class Sessions:
         if session is not None:
             await session.aclose()
 
-    async def aclose(self) -> None:
-        for key in list(self._by_key):
-            await self.end(key)
+    def forget(self) -> None:
+        """The transport stopped (its task group, and so every connection, is gone): a next
+        run starts every session afresh."""
+        for session in self._by_key.values():
+            for downstream in session.downstreams.values():
+                downstream.closed = True
+        self._by_key.clear()

@@ -41,7 +41,8 @@ class ServerSettings(BaseModel):
     #: headers sent to `url` (an `Authorization` the agent never sees)
     headers: dict[str, SecretStr] = Field(default_factory=dict)
     #: list this server's tools and prompts as `<prefix>__<name>`: true (the server's name), a
-    #: prefix, or false (names as the server gives them; a name two servers share is refused)
+    #: prefix, or false (names as the server gives them; a name two servers share stays with
+    #: the first server listed, and the other's is left out and reported)
     prefix: bool | str = False
     #: elicitation from this server: `client` asks the agent's MCP client when it declares
     #: elicitation, else people through the bridge; `bridge` always asks people

@@ -68,6 +68,7 @@ class GatewaySource:
         finally:
             self._running.clear()
             gateway.sessions.tasks = None
+            gateway.sessions.forget()
             gateway.decider.draining = True  # calls cut short by the stop leave their requests open
 
     async def close(self) -> None:
