@@ -30,6 +30,7 @@ SOURCES: dict[str, str] = {
     "mastra": "adapters.mastra:build_source",
     "agentworld": "adapters.agentworld:build_source",
     "mcp": "adapters.mcp.source:build_source",
+    "gateway": "adapters.gateway.source:build_source",
 }
 
 
@@ -46,6 +47,7 @@ def channel_factories() -> dict[str, str]:
 #: CLI verbs adapters add: name -> "module:function(subparsers)"
 COMMANDS: dict[str, str] = {
     "mcp": "adapters.mcp.command:add_command",
+    "gateway": "adapters.gateway.command:add_command",
 }
 
 M = TypeVar("M", bound=BaseModel)

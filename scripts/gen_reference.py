@@ -55,6 +55,7 @@ SOURCE_MODELS: dict[str, str] = {
     "mcp": "adapters.mcp.settings:McpSettings",
     "github": "adapters.github.settings:GitHubConfig",
     "gitlab": "adapters.gitlab.settings:GitLabConfig",
+    "gateway": "adapters.gateway.settings:GatewaySettings",
 }
 #: the page that explains each section, relative to docs/reference/
 GUIDE: dict[str, str] = {
@@ -64,6 +65,7 @@ GUIDE: dict[str, str] = {
     "mastra": "../engines/teal-mastra-agentworld.md", "agentworld": "../engines/teal-mastra-agentworld.md",
     "mcp": "../engines/mcp.md", "github": "../guides/github-gitlab-deploys.md",
     "gitlab": "../guides/github-gitlab-deploys.md", "store": "../store.md", "http": "../configuration.md",
+    "gateway": "../guides/mcp-gateway.md",
     "routes": "../timing.md", "people": "../people.md",
 }
 GENERATED = "<!-- generated from the code by scripts/gen_reference.py at each docs build: do not edit -->\n\n"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
@@ -54,6 +54,7 @@ class McpSource:
         self.max_body = bridge_settings.http.max_body_bytes
         self.link = MountedLink()
         self.server = build_server(Calls(self.link, settings))
+        self.path = PATH
         self.manager: StreamableHTTPSessionManager | None = None
         self._running = asyncio.Event()
         logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every session at INFO
@@ -78,6 +79,9 @@ class McpSource:
                 self._running.clear()
                 self.link.draining = True  # calls cut short by the stop leave their requests open
 
+    def bind(self, app: Any) -> None:
+        self.link.bind(app)
+
     async def close(self) -> None:
         await self.link.aclose()
 
@@ -89,17 +93,30 @@ class McpSource:
         return [Route(PATH, McpEndpoint(self), methods=["GET", "POST", "DELETE"])]
 
 
-class McpEndpoint:
-    """The ASGI app at `/mcp`: Origin and token checks, then the SDK's session manager."""
+class Mounted(Protocol):
+    """An MCP server the daemon serves over Streamable HTTP (`/mcp`, a gateway's `/mcp/<name>`)."""
 
-    def __init__(self, source: McpSource) -> None:
+    path: str
+    manager: StreamableHTTPSessionManager | None
+    _running: asyncio.Event
+
+    def bind(self, app: Any) -> None:
+        """Called with the daemon's app by each request, before the session manager."""
+        ...
+
+
+class McpEndpoint:
+    """The ASGI app at `/mcp` (and each gateway's `/mcp/<name>`): Origin and token checks,
+    then the SDK's session manager."""
+
+    def __init__(self, source: Mounted) -> None:
         self.source = source
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         settings: Settings = scope["app"].state.settings
         headers = Headers(scope=scope)
         if cross_site(headers):
-            await _refusal(403, "cross-site requests to /mcp are refused (Origin names another site)")(
+            await _refusal(403, f"cross-site requests to {self.source.path} are refused (Origin names another site)")(
                 scope, receive, send)
             return
         authorization = headers.get("authorization")
@@ -110,12 +127,12 @@ class McpEndpoint:
         try:
             await asyncio.wait_for(self.source._running.wait(), READY_WITHIN_S)
         except TimeoutError:
-            await _refusal(503, "the MCP endpoint is not running (starting, or stopping)",
+            await _refusal(503, f"the MCP endpoint {self.source.path} is not running (starting, or stopping)",
                            {"retry-after": "1"})(scope, receive, send)
             return
         manager = self.source.manager
         assert manager is not None
-        self.source.link.bind(scope["app"])
+        self.source.bind(scope["app"])
         name = token_name(settings, authorization)
         if name is not None:  # a session opened with one token is refused to any other
             scope = {**scope, "user": AuthenticatedUser(AccessToken(token="", client_id=f"api:{name}", scopes=[]))}

@@ -27,7 +27,7 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "GITHUB_APP_ID": "123456", "GITHUB_APP_PRIVATE_KEY": "-----BEGIN RSA PRIVATE KEY-----\nexample",
        "GITHUB_WEBHOOK_SECRET": "github-webhook-secret-0123456789", "GITLAB_TOKEN": "glpat-example-0123456789",
        "GITLAB_WEBHOOK_SECRET": "gitlab-webhook-secret-0123456789", "ANA_GITLAB_TOKEN": "glpat-ana-0123456789",
-       "BO_GITLAB_TOKEN": "glpat-bo-0123456789"}
+       "BO_GITLAB_TOKEN": "glpat-bo-0123456789", "GITHUB_TOKEN": "ghp_example"}
 
 
 def test_there_are_examples() -> None:

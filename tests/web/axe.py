@@ -9,58 +9,23 @@ Without node/npm the checks are skipped with that reason. Run
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tests.engines.mastra_server import BuildFailed, NodeMissing, cache_root, tail
+from tests.engines.mastra_server import BuildFailed, NodeMissing
+from tests.npm_cache import installed
 
 APP = Path(__file__).parent / "axe"
-FILES = ("package.json", "package-lock.json")
 #: the impacts that fail a page (axe's scale: minor, moderate, serious, critical)
 FAILING = ("serious", "critical")
-
-
-def key() -> str:
-    digest = hashlib.sha256()
-    for name in FILES:
-        digest.update(name.encode() + b"\0" + (APP / name).read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+SCRIPT = "node_modules/axe-core/axe.min.js"
 
 
 def install() -> Path:
     """The path of axe.min.js, installed with `npm ci` on first use. Raises NodeMissing or
     BuildFailed."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        raise NodeMissing("node and npm are needed to install axe-core for the accessibility checks")
-    root = cache_root()
-    final = root / f"axe-{key()}"
-    script = final / "node_modules" / "axe-core" / "axe.min.js"
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / f"axe-{key()}.lock").open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be installing it now
-        if (final / "READY").exists() and script.exists():
-            return script
-        work = root / f"axe-{key()}.installing"
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(final, ignore_errors=True)
-        work.mkdir(parents=True)
-        for name in FILES:
-            shutil.copyfile(APP / name, work / name)
-        log = work / "npm.log"
-        with log.open("wb") as out:
-            done = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
-                                  cwd=work, stdout=out, stderr=subprocess.STDOUT, timeout=600, check=False)
-        if done.returncode != 0 or not (work / "node_modules" / "axe-core" / "axe.min.js").exists():
-            raise BuildFailed(f"npm ci (axe-core) failed (exit {done.returncode}):\n{tail(log)}")
-        (work / "READY").write_text("ok")
-        work.rename(final)
-        return script
+    return installed(APP, "axe", SCRIPT, "axe-core for the accessibility checks") / SCRIPT
 
 
 async def violations(page: Any, script: Path) -> list[dict[str, Any]]:
