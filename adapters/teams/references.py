@@ -1,0 +1,97 @@
+"""Conversation references: where the bot may post, learned from the activities Teams
+sends when the app is installed or added (and from every later one), kept in the store so
+they survive restarts. Keyed by target: `teams:channel:<id>`, `teams:chat:<id>`,
+`teams:user:<aadObjectId>` (the one-to-one chat), plus each tenant's service URL (what a
+proactive one-to-one chat is opened through)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.store.base import Store
+
+NAMESPACE = "teams.refs"
+TENANT_NS = "teams.tenants"
+MAX_FIELD = 500
+ANY_TENANT = "*"  # the last tenant seen: a multi-tenant bot installed in one tenant
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Enough to post into one conversation."""
+
+    service_url: str
+    conversation_id: str
+    tenant_id: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        return {"service_url": self.service_url, "conversation_id": self.conversation_id,
+                "tenant_id": self.tenant_id}
+
+
+def _field(value: Any) -> str:
+    return value if isinstance(value, str) and 0 < len(value) <= MAX_FIELD else ""
+
+
+def targets_of(activity: dict[str, Any]) -> tuple[Reference, list[str]] | None:
+    """The reference an activity gives and the targets it reaches, or None (incomplete)."""
+    conversation = activity.get("conversation") if isinstance(activity.get("conversation"), dict) else {}
+    channel_data = activity.get("channelData") if isinstance(activity.get("channelData"), dict) else {}
+    service_url, conversation_id = _field(activity.get("serviceUrl")), _field(conversation.get("id"))
+    if not service_url or not conversation_id:
+        return None
+    tenant = _field((channel_data.get("tenant") or {}).get("id") if isinstance(channel_data.get("tenant"), dict)
+                    else None) or _field(conversation.get("tenantId"))
+    kind = conversation.get("conversationType")
+    targets: list[str] = []
+    if kind == "personal":
+        person = activity.get("from") if isinstance(activity.get("from"), dict) else {}
+        aad = _field(person.get("aadObjectId")).lower()
+        if aad:
+            targets.append(f"teams:user:{aad}")
+    elif kind == "channel":
+        channel = channel_data.get("channel") if isinstance(channel_data.get("channel"), dict) else {}
+        targets.append(f"teams:channel:{_field(channel.get('id')) or conversation_id.split(';')[0]}")
+    else:
+        targets.append(f"teams:chat:{conversation_id}")
+    # a channel's thread is `<channel>;messageid=…`: the channel itself is posted to
+    return Reference(service_url, conversation_id.split(";messageid=")[0], tenant), targets
+
+
+class References:
+    """Reads and writes references in the store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def learn(self, activity: dict[str, Any]) -> list[str]:
+        """Record what `activity` tells; the targets it made reachable."""
+        found = targets_of(activity)
+        if found is None:
+            return []
+        reference, targets = found
+        for target in targets:
+            await self.store.kv_put(NAMESPACE, target, reference.as_dict())
+        if reference.tenant_id:
+            await self.store.kv_put(TENANT_NS, reference.tenant_id, {"service_url": reference.service_url})
+            await self.store.kv_put(TENANT_NS, ANY_TENANT, {"service_url": reference.service_url,
+                                                            "tenant_id": reference.tenant_id})
+        return targets
+
+    async def remember(self, target: str, reference: Reference) -> None:
+        await self.store.kv_put(NAMESPACE, target, reference.as_dict())
+
+    async def get(self, target: str) -> Reference | None:
+        stored = await self.store.kv_get(NAMESPACE, target)
+        if stored is None:
+            return None
+        return Reference(str(stored["service_url"]), str(stored["conversation_id"]), str(stored.get("tenant_id", "")))
+
+    async def tenant(self, tenant_id: str) -> tuple[str, str] | None:
+        """(tenant id, service URL) to open a one-to-one chat in: `tenant_id`'s, or (empty)
+        the last tenant the bot was installed in."""
+        stored = await self.store.kv_get(TENANT_NS, tenant_id or ANY_TENANT)
+        if stored is None:
+            return None
+        return str(stored.get("tenant_id") or tenant_id), str(stored["service_url"])
