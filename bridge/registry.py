@@ -39,6 +39,7 @@ def channel_factories() -> dict[str, str]:
 #: CLI verbs adapters add: name -> "module:function(subparsers)"
 COMMANDS: dict[str, str] = {
     "mcp": "adapters.mcp.command:add_command",
+    "teams": "adapters.teams.command:add_command",
 }
 
 M = TypeVar("M", bound=BaseModel)

@@ -8,12 +8,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import warnings
 from collections import Counter
 from typing import Any
 
 import jwt
 from microsoft_teams.api.auth.cloud_environment import PUBLIC, CloudEnvironment
-from microsoft_teams.apps.auth.token_validator import JwtValidationOptions, TokenValidator
+
+with warnings.catch_warnings():  # the SDK's app package announces a preview feature we do not use
+    warnings.simplefilter("ignore")
+    from microsoft_teams.apps.auth.token_validator import JwtValidationOptions, TokenValidator
 
 from adapters.teams.settings import TeamsSettings
 

@@ -17,9 +17,11 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import httpx
-from microsoft_teams.api import ApiClient, CreateConversationParams, MessageActivityInput
+from microsoft_teams.api import ApiClient
+from microsoft_teams.api.activities.message.message import MessageActivityInput
 from microsoft_teams.api.auth.credentials import ClientCredentials
 from microsoft_teams.api.clients.bot.token_client import BotTokenClient
+from microsoft_teams.api.clients.conversation.params import CreateConversationParams
 from microsoft_teams.api.models import Account
 from microsoft_teams.common import Client, ClientOptions
 

@@ -21,6 +21,7 @@ from adapters.teams.cards import (
     secret_dialog,
 )
 from adapters.teams.copies import Copies
+from adapters.teams.references import part
 from bridge.errors import AlreadyClosed, BridgeError, NotAllowed, NotFound, SelfApproval
 from bridge.models import Responder
 from bridge.ports import BridgeAPI
@@ -35,7 +36,7 @@ PERSONAL_ONLY = "A secret can only be given in a one-to-one chat with the bot."
 
 def responder_of(activity: dict[str, Any]) -> Responder | None:
     """The person who acted, by Entra object id (None: Teams named nobody)."""
-    person = activity.get("from") if isinstance(activity.get("from"), dict) else {}
+    person = part(activity.get("from"))
     aad = person.get("aadObjectId")
     if not isinstance(aad, str) or not 0 < len(aad) <= 100:
         return None
@@ -74,12 +75,12 @@ class Invokes:
 
     async def handle(self, activity: dict[str, Any]) -> dict[str, Any]:
         name = activity.get("name")
-        value = activity.get("value") if isinstance(activity.get("value"), dict) else {}
+        value = part(activity.get("value"))
         responder = responder_of(activity)
         if responder is None:
             return invoke_message("Teams did not say who you are; nothing was recorded.")
         if name == "adaptiveCard/action":
-            action = value.get("action") if isinstance(value.get("action"), dict) else {}
+            action = part(value.get("action"))
             return await self.action(activity, responder, str(action.get("verb", ""))[:64], action.get("data"))
         if name == "task/fetch":
             return await self.open_dialog(activity, responder, value.get("data"))

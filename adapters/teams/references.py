@@ -34,25 +34,27 @@ def _field(value: Any) -> str:
     return value if isinstance(value, str) and 0 < len(value) <= MAX_FIELD else ""
 
 
+def part(value: Any) -> dict[str, Any]:
+    """A JSON object inside an activity, or {} when it is anything else."""
+    return value if isinstance(value, dict) else {}
+
+
 def targets_of(activity: dict[str, Any]) -> tuple[Reference, list[str]] | None:
     """The reference an activity gives and the targets it reaches, or None (incomplete)."""
-    conversation = activity.get("conversation") if isinstance(activity.get("conversation"), dict) else {}
-    channel_data = activity.get("channelData") if isinstance(activity.get("channelData"), dict) else {}
+    conversation, channel_data = part(activity.get("conversation")), part(activity.get("channelData"))
     service_url, conversation_id = _field(activity.get("serviceUrl")), _field(conversation.get("id"))
     if not service_url or not conversation_id:
         return None
-    tenant = _field((channel_data.get("tenant") or {}).get("id") if isinstance(channel_data.get("tenant"), dict)
-                    else None) or _field(conversation.get("tenantId"))
+    tenant = _field(part(channel_data.get("tenant")).get("id")) or _field(conversation.get("tenantId"))
     kind = conversation.get("conversationType")
     targets: list[str] = []
     if kind == "personal":
-        person = activity.get("from") if isinstance(activity.get("from"), dict) else {}
-        aad = _field(person.get("aadObjectId")).lower()
+        aad = _field(part(activity.get("from")).get("aadObjectId")).lower()
         if aad:
             targets.append(f"teams:user:{aad}")
     elif kind == "channel":
-        channel = channel_data.get("channel") if isinstance(channel_data.get("channel"), dict) else {}
-        targets.append(f"teams:channel:{_field(channel.get('id')) or conversation_id.split(';')[0]}")
+        channel_id = _field(part(channel_data.get("channel")).get("id"))
+        targets.append(f"teams:channel:{channel_id or conversation_id.split(';')[0]}")
     else:
         targets.append(f"teams:chat:{conversation_id}")
     # a channel's thread is `<channel>;messageid=…`: the channel itself is posted to
