@@ -57,6 +57,9 @@ class FakeTeams:
         self.retry_after = "0"
         self.throttled = 0
         self._ids = itertools.count(1)
+        #: calls per second the Bot Connector takes before answering 429 (None: no limit)
+        self.rate_limit: float | None = None
+        self._recent: list[float] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
 
@@ -137,6 +140,15 @@ class FakeTeams:
         self.calls.append((request.method, request.path))
         if request.headers.get("Authorization", "").removeprefix("Bearer ") not in self.tokens:
             return web.json_response({"error": {"code": "Unauthorized", "message": "bad token"}}, status=401)
+        if self.rate_limit is not None:
+            now = time.monotonic()
+            self._recent = [t for t in self._recent if now - t < 1.0]
+            if len(self._recent) >= self.rate_limit:
+                self.throttled += 1
+                wait = 1.0 - (now - self._recent[0])
+                return web.json_response({"error": {"code": "TooManyRequests"}}, status=429,
+                                         headers={"Retry-After": str(max(1, round(wait)))})
+            self._recent.append(now)
         if self._throttle > 0:
             self._throttle -= 1
             self.throttled += 1
