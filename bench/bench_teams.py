@@ -29,7 +29,7 @@ from tests.teams.conftest import CHANNEL, confirm_body, teams_bridge
 async def bench(requests: int, limit: float) -> None:
     async with FakeTeams() as fake:
         with tempfile.TemporaryDirectory() as tmp:
-            async with teams_bridge(Path(tmp), fake, teams={"max_attempts": 50}) as bridge:
+            async with teams_bridge(Path(tmp), fake, teams={"max_attempts": 50, "calls_per_s": limit}) as bridge:
                 await bridge.install()
                 fake.rate_limit = limit
                 start = time.monotonic()

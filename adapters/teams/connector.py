@@ -26,6 +26,7 @@ from microsoft_teams.api.models import Account
 from microsoft_teams.common import Client, ClientOptions
 
 from adapters.teams.auth import cloud_of
+from adapters.teams.pacing import Pacer
 from adapters.teams.settings import TeamsSettings
 
 log = logging.getLogger("hitl_bridge.teams")
@@ -75,6 +76,7 @@ class Connector:
         self._token_until = 0.0
         self._token_lock = asyncio.Lock()
         self._clients: dict[str, ApiClient] = {}
+        self.pacer = Pacer(settings.calls_per_s)
         self.calls = 0
         self.throttled = 0
 
@@ -107,10 +109,14 @@ class Connector:
             self._clients[service_url] = ApiClient(service_url, self.http, cloud=self.cloud)
         return self._clients[service_url]
 
-    async def _call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+    async def _call(self, what: str, call: Callable[[], Awaitable[T]],
+                    where: tuple[str, str] | None = None) -> T:
+        """`call`, retried; `where` (service URL, conversation id) paces it (pacing.py)."""
         backoff = self.settings.backoff_s
         for attempt in range(1, self.settings.max_attempts + 1):
             last = attempt == self.settings.max_attempts
+            if where is not None:
+                await self.pacer.turn(*where)
             self.calls += 1
             try:
                 result = await call()
@@ -123,7 +129,10 @@ class Connector:
                         self.observe(f"HTTP {status}")
                         raise TeamsCallFailed(what, status, "gave up retrying") from None
                     log.info("teams: %s got HTTP %s, retrying in %.2fs", what, status, wait)
-                    await asyncio.sleep(wait)
+                    if where is not None and status == 429:
+                        self.pacer.hold(where[0], wait)  # every call there waits it out
+                    else:
+                        await asyncio.sleep(wait)
                     backoff = min(backoff * 2, 30.0)
                     continue
                 if status in (401, 403) and what != "token":
@@ -147,21 +156,24 @@ class Connector:
         """Post `activity` in the conversation; the new activity's id."""
         message = MessageActivityInput.model_validate(activity)
         sent = await self._call(f"post to {conversation_id[:60]}", lambda: self.client(service_url)
-                                .conversations.create_activity(conversation_id, message))
+                                .conversations.create_activity(conversation_id, message),
+                                (service_url, conversation_id))
         return str(sent.id)
 
     async def update(self, service_url: str, conversation_id: str, activity_id: str,
                      activity: dict[str, Any]) -> None:
         message = MessageActivityInput.model_validate(activity)
         await self._call(f"update {activity_id[:60]}", lambda: self.client(service_url)
-                         .conversations.update_activity(conversation_id, activity_id, message))
+                         .conversations.update_activity(conversation_id, activity_id, message),
+                         (service_url, conversation_id))
 
     async def reply(self, service_url: str, conversation_id: str, activity_id: str,
                     activity: dict[str, Any]) -> None:
         """A reply in the thread of `activity_id`."""
         message = MessageActivityInput.model_validate(activity)
         await self._call(f"reply to {activity_id[:60]}", lambda: self.client(service_url)
-                         .conversations.reply_to_activity(conversation_id, activity_id, message))
+                         .conversations.reply_to_activity(conversation_id, activity_id, message),
+                         (service_url, conversation_id))
 
     async def open_personal(self, service_url: str, tenant_id: str, aad_object_id: str) -> str:
         """Open (or find) the one-to-one chat with a person: its conversation id."""

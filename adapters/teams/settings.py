@@ -41,6 +41,9 @@ class TeamsSettings(BaseModel):
     backoff_s: float = Field(default=0.5, ge=0, le=60, description="first retry delay after a 5xx or a timeout")
     max_retry_after_s: float = Field(default=60.0, ge=0, le=600,
                                      description="the longest Retry-After the bot waits before giving up")
+    calls_per_s: float = Field(default=7.0, ge=0, le=1000,
+                               description="Bot Connector calls a second per conversation (Teams allows a bot "
+                                           "7; 0: unpaced)")
     max_body_bytes: int = Field(default=256_000, ge=10_000, description="the largest inbound activity taken")
 
     @field_validator("login_endpoint", "openid_metadata_url", "token_issuer")
