@@ -67,6 +67,11 @@ def values_of(request: Request, verb: str, data: dict[str, Any], *, secrets: boo
     for question in request.questions:
         if question.kind is QuestionKind.secret and not secrets:
             raise ForgedAction("a secret is only taken from the dialog in a one-to-one chat")
+        if question.kind is QuestionKind.form:
+            fields = {f.name: _text_value(data, f"{question.id}.{f.name}") for f in question.fields}
+            if any(v is not None for v in fields.values()):
+                values[question.id] = {k: v for k, v in fields.items() if v is not None}
+            continue
         raw = _text_value(data, question.id)
         if raw is None:
             continue

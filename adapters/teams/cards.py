@@ -116,8 +116,22 @@ def _inputs(request: Request, question: Question) -> list[dict[str, Any]]:
                  "value": "no"}]
     if question.kind in (QuestionKind.text, QuestionKind.edit):
         default = question.default if isinstance(question.default, str) else ""
+        if question.kind is QuestionKind.edit and question.default is not None:
+            default = json.dumps(question.default, indent=2, ensure_ascii=False, default=str)
         return [{"type": "Input.Text", "id": ident, "label": label, "isMultiline": True,
                  "isRequired": question.required, "value": clip(default, 5000), "maxLength": 5000}]
+    if question.kind is QuestionKind.form:
+        inputs: list[dict[str, Any]] = [_text(label, weight="Bolder")]
+        for f in question.fields:
+            ident_f, title = f"{ident}.{f.name}", clip(f.label or f.name, 200)
+            if f.options:
+                inputs.append({"type": "Input.ChoiceSet", "id": ident_f, "label": title, "style": "compact",
+                               "isRequired": f.required, "choices": [{"title": clip(o, 200), "value": o}
+                                                                     for o in f.options]})
+            else:
+                inputs.append({"type": "Input.Text", "id": ident_f, "label": title, "isRequired": f.required,
+                               "isMultiline": f.multiline, "maxLength": 5000})
+        return inputs
     return [_text(f"{label} (answered in the web inbox)", isSubtle=True)]
 
 
