@@ -16,6 +16,7 @@ from adapters.teams.copies import Copies
 from adapters.teams.doctor import diagnose
 from adapters.teams.health import TeamsHealth
 from adapters.teams.invokes import Invokes
+from adapters.teams.metrics import TeamsFigures
 from adapters.teams.receiver import Receiver
 from adapters.teams.references import References
 from adapters.teams.settings import TeamsSettings
@@ -46,6 +47,7 @@ class TeamsChannel:
         self.auth = ActivityAuth(settings)
         self.receiver = Receiver(self.auth, self.references, Invokes(lambda: self.api, self.copies),
                                  settings.max_body_bytes)
+        self.collector = TeamsFigures(self.auth, self.connector)  # on /metrics
         self._api: BridgeAPI | None = None
 
     @property

@@ -50,6 +50,8 @@ async def test_forged_expired_wrong_audience_and_wrong_service_url_are_refused(
         assert request is not None and request.is_open  # nothing was recorded
         refused = _refused(bridge)
         assert sum(refused.values()) == len(cases) + 1
+        metrics = (await bridge.http.get(f"{bridge.daemon.base_url}/metrics")).text
+        assert 'hitl_teams_activities_refused_total{reason="expired"} 1.0' in metrics
         assert refused.get("expired") == 1 and refused.get("audience") == 1 and refused.get("service_url", 0) >= 1
 
 
