@@ -83,6 +83,8 @@ class ActivityAuth:
         except jwt.PyJWKClientConnectionError:
             log.warning("teams: cannot read the signing keys at %s", keys_url(self.settings))
             raise self.refuse("keys_unreachable") from None
+        except jwt.PyJWKClientError:  # a key id the metadata does not list
+            raise self.refuse("invalid") from None
         except jwt.InvalidTokenError as exc:
             reason = "service_url" if "serviceurl" in str(exc).lower() or "service url" in str(exc).lower() \
                 else "invalid"

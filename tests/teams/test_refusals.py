@@ -34,6 +34,8 @@ async def test_forged_expired_wrong_audience_and_wrong_service_url_are_refused(
         cases = {
             "forged": fake.sign({"iss": "https://api.botframework.com", "aud": fake.section()["app_id"],
                                  "serviceurl": fake.service_url, "exp": now + 600}, key=other_key),
+            "unknown_key": fake.sign({"iss": "https://api.botframework.com", "aud": fake.section()["app_id"],
+                                      "serviceurl": fake.service_url, "exp": now + 600}, key=other_key, kid="k9"),
             "expired": fake.activity_token(exp=now - 3600, iat=now - 7200, nbf=now - 7200),
             "audience": fake.activity_token(aud="someone-elses-app"),
             "issuer": fake.activity_token(iss="https://evil.example"),
