@@ -102,12 +102,12 @@ class TeamsBridge:
 
 @asynccontextmanager
 async def teams_bridge(tmp_path: Path, fake: FakeTeams, *, route: dict[str, Any] | None = None,
-                       teams: dict[str, Any] | None = None) -> AsyncIterator[TeamsBridge]:
+                       teams: dict[str, Any] | None = None, clock: Any = None) -> AsyncIterator[TeamsBridge]:
     config: dict[str, Any] = {
         "teams": fake.section(**(teams or {})),
         "routes": [{"name": "deploys", "notify": [f"teams:channel:{CHANNEL}"], **(route or {})}],
     }
-    async with running_bridge(tmp_path, config) as daemon, httpx.AsyncClient(timeout=10) as http:
+    async with running_bridge(tmp_path, config, clock=clock) as daemon, httpx.AsyncClient(timeout=10) as http:
         yield TeamsBridge(daemon, fake, http)
 
 

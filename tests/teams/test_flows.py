@@ -92,15 +92,3 @@ async def test_429_is_retried_after_retry_after(tmp_path: Path, fake: FakeTeams)
         assert len(await bridge.card_in(CHANNEL)) == 1
         assert fake.throttled == 2
 
-
-async def test_a_reminder_is_a_reply_in_the_cards_thread(tmp_path: Path, fake: FakeTeams) -> None:
-    async with teams_bridge(tmp_path, fake) as bridge:
-        await bridge.install()
-        request_id = await bridge.create(confirm_body())
-        [posted] = await bridge.card_in(CHANNEL)
-        request = await bridge.daemon.store.get_request(request_id)
-        assert request is not None
-        channel = next(c for c in bridge.daemon.channels if c.name == "teams")
-        await channel.remind(request, [f"teams:channel:{CHANNEL}"])
-        [reply] = fake.replies(posted.id)
-        assert "still waiting" in reply.body["text"]
