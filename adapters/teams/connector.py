@@ -12,6 +12,7 @@ import asyncio
 import email.utils
 import logging
 import time
+import warnings
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -106,7 +107,9 @@ class Connector:
 
     def client(self, service_url: str) -> ApiClient:
         if service_url not in self._clients:
-            self._clients[service_url] = ApiClient(service_url, self.http, cloud=self.cloud)
+            with warnings.catch_warnings():  # it builds its deprecated bot client too; we never call it
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._clients[service_url] = ApiClient(service_url, self.http, cloud=self.cloud)
         return self._clients[service_url]
 
     async def _call(self, what: str, call: Callable[[], Awaitable[T]],
