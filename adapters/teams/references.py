@@ -61,6 +61,17 @@ def targets_of(activity: dict[str, Any]) -> tuple[Reference, list[str]] | None:
     return Reference(service_url, conversation_id.split(";messageid=")[0], tenant), targets
 
 
+def removed(activity: dict[str, Any]) -> bool:
+    """The app was uninstalled, or the bot removed from the conversation."""
+    if activity.get("type") == "installationUpdate":
+        return activity.get("action") in ("remove", "remove-upgrade")
+    bot = _field(part(activity.get("recipient")).get("id"))
+    members = activity.get("membersRemoved")
+    gone: list[Any] = members if isinstance(members, list) else []
+    return activity.get("type") == "conversationUpdate" and bool(bot) and any(
+        part(m).get("id") == bot for m in gone)
+
+
 class References:
     """Reads and writes references in the store."""
 
@@ -68,11 +79,16 @@ class References:
         self.store = store
 
     async def learn(self, activity: dict[str, Any]) -> list[str]:
-        """Record what `activity` tells; the targets it made reachable."""
+        """Record what `activity` tells; the targets it made reachable (none when it says
+        the app was removed there: those references are forgotten)."""
         found = targets_of(activity)
         if found is None:
             return []
         reference, targets = found
+        if removed(activity):
+            for target in targets:
+                await self.store.kv_delete(NAMESPACE, target)
+            return []
         for target in targets:
             await self.store.kv_put(NAMESPACE, target, reference.as_dict())
         if reference.tenant_id:

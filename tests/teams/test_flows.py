@@ -92,3 +92,14 @@ async def test_429_is_retried_after_retry_after(tmp_path: Path, fake: FakeTeams)
         assert len(await bridge.card_in(CHANNEL)) == 1
         assert fake.throttled == 2
 
+
+
+async def test_removing_the_app_forgets_the_conversation(tmp_path: Path, fake: FakeTeams) -> None:
+    async with teams_bridge(tmp_path, fake) as bridge:
+        await bridge.install()
+        gone = bridge.activity("installationUpdate", action="remove")
+        assert (await bridge.send(gone)).status_code == 200
+        request_id = await bridge.create(confirm_body())
+        posts = await wait_for(lambda: bridge.daemon.store.list_posts(request_id, "teams"), 10)
+        assert not posts[0].ok and "has not been added" in (posts[0].error or "")
+        assert fake.in_conversation(CHANNEL) == []
