@@ -39,8 +39,13 @@ def channel_factories() -> dict[str, str]:
 #: CLI verbs adapters add: name -> "module:function(subparsers)"
 COMMANDS: dict[str, str] = {
     "mcp": "adapters.mcp.command:add_command",
-    "teams": "adapters.teams.command:add_command",
 }
+
+
+def commands() -> dict[str, str]:
+    """Every adapter CLI verb: `COMMANDS` and those channel specs declare (`ChannelSpec.command`)."""
+    return {**COMMANDS, **{spec.name: spec.command for spec in channel_specs() if spec.command}}
+
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -90,7 +95,7 @@ def _factory(table: dict[str, str], name: str, origin: str, key: str) -> Callabl
 
 def add_commands(subparsers: Any) -> None:
     """Let each adapter with a CLI verb (`hitl-bridge mcp`) register it."""
-    for target in COMMANDS.values():
+    for target in commands().values():
         module_name, _, attr = target.partition(":")
         try:
             add = getattr(importlib.import_module(module_name), attr)

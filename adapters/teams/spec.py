@@ -49,4 +49,5 @@ SPEC = ChannelSpec(
     canonical_target=canonical_target,
     target_forms=("teams:channel:<id>", "teams:chat:<id>", "teams:user:<aadObjectId>"),
     quiet_loggers=("microsoft_teams",),
+    command="adapters.teams.command:add_command",
 )
