@@ -50,6 +50,12 @@ COMMANDS: dict[str, str] = {
     "gateway": "adapters.gateway.command:add_command",
 }
 
+
+def commands() -> dict[str, str]:
+    """Every adapter CLI verb: `COMMANDS` and those channel specs declare (`ChannelSpec.command`)."""
+    return {**COMMANDS, **{spec.name: spec.command for spec in channel_specs() if spec.command}}
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -98,7 +104,7 @@ def _factory(table: dict[str, str], name: str, origin: str, key: str) -> Callabl
 
 def add_commands(subparsers: Any) -> None:
     """Let each adapter with a CLI verb (`hitl-bridge mcp`) register it."""
-    for target in COMMANDS.values():
+    for target in commands().values():
         module_name, _, attr = target.partition(":")
         try:
             add = getattr(importlib.import_module(module_name), attr)

@@ -105,6 +105,8 @@ class ChannelSpec:
     shared_identity: str | None = None
     #: on an open loopback bridge its caller is `<name>:local`: everyone there, one voter
     local_callers: bool = False
+    #: "module:add_command" of a CLI verb it adds (argparse, like `bridge.registry.COMMANDS`), or ""
+    command: str = ""
     #: its callers are people the daemon itself authenticated (a login, a token): their
     #: answers are trusted like the API's, not checked against a request's responders
     daemon_authenticated: bool = False

@@ -21,7 +21,7 @@ def adapter_verbs() -> dict[str, str]:
     """name → "module:add_command", as the registry lists them (none when it lists none)."""
     from bridge import registry
 
-    return dict(getattr(registry, "COMMANDS", {}))
+    return registry.commands()
 
 
 def adapter_parser(name: str, target: str) -> argparse.ArgumentParser | None:
