@@ -60,8 +60,10 @@ class RequestSink(Protocol):
         the verified handle of the caller that submitted it (an API token: `api:<name>`)."""
         ...
 
-    async def withdraw(self, source: str, external_id: str, reason: str) -> Request | None:
-        """The engine no longer waits (answered elsewhere, run deleted): cancel if open."""
+    async def withdraw(self, source: str, external_id: str, reason: str, *,
+                       created_by: str | None = None) -> Request | None:
+        """The engine no longer waits (answered elsewhere, run deleted): cancel if open.
+        `created_by`: the caller that submitted it, for a request submitted with one."""
         ...
 
     async def wait(self, request_id: str, timeout_s: float) -> Request | None:

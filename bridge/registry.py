@@ -30,6 +30,7 @@ SOURCES: dict[str, str] = {
     "mastra": "adapters.mastra:build_source",
     "agentworld": "adapters.agentworld:build_source",
     "mcp": "adapters.mcp.source:build_source",
+    "temporal": "adapters.temporal:build_source",
 }
 
 def channel_factories() -> dict[str, str]:

@@ -183,8 +183,9 @@ class BridgeService:
         if differs:
             raise NotTheSameRequest(asked.external_id or "", saved.id, differs)
 
-    async def withdraw(self, source: str, external_id: str, reason: str) -> Request | None:
-        request = await self.store.find_by_external_id(source, external_id)
+    async def withdraw(self, source: str, external_id: str, reason: str, *,
+                       created_by: str | None = None) -> Request | None:
+        request = await self.store.find_by_external_id(source, external_id, created_by)
         if request is None or not request.is_open:
             return request
         return await self._close(request.id, RequestState.cancelled, "withdrawn", source, reason=reason,
