@@ -16,8 +16,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import ValidationError
 from fastapi import HTTPException
+from pydantic import ValidationError
 from starlette.requests import Request as HttpRequest
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route

@@ -42,5 +42,5 @@ class SignalledWorkflow:
 
     @workflow.run
     async def run(self, service: str) -> dict[str, Any]:
-        answer = await self.people.ask(approval(service), key="deploy", timeout=timedelta(minutes=5))
+        answer = await self.people.ask(approval(service), key="deploy", max_wait=timedelta(minutes=5))
         return {"ok": (answer.values or {}).get("ok")}

@@ -119,19 +119,19 @@ class People:
             return
         self.outcomes.setdefault(outcome.request_id, outcome)
 
-    async def ask(self, request: dict[str, Any], *, key: str, timeout: timedelta | None = None,
+    async def ask(self, request: dict[str, Any], *, key: str, max_wait: timedelta | None = None,
                   activity_timeout: timedelta = timedelta(seconds=60),
                   retry_policy: RetryPolicy | None = None) -> PersonAnswer:
         """Create the request (the activity, retried safely) and wait for its outcome.
         Raises RequestClosed when it closed without an answer, and asyncio.TimeoutError
-        after `timeout` (the request stays open in the bridge until it expires there)."""
+        after `max_wait` (the request stays open in the bridge until it expires there)."""
         ask = {"request": request, "key": key, "handler": self.handler,
                "deliver_as": self.deliver_as, "source": self.source}
         request_id: str = await workflow.execute_activity(
             CREATE_ACTIVITY, ask, start_to_close_timeout=activity_timeout,
             retry_policy=retry_policy or RetryPolicy(maximum_interval=timedelta(seconds=30)),
             result_type=str)
-        await workflow.wait_condition(lambda: request_id in self.outcomes, timeout=timeout)
+        await workflow.wait_condition(lambda: request_id in self.outcomes, timeout=max_wait)
         outcome = self.outcomes[request_id]
         if outcome.values is None:
             raise RequestClosed(outcome)
