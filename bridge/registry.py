@@ -31,6 +31,7 @@ SOURCES: dict[str, str] = {
     "agentworld": "adapters.agentworld:build_source",
     "mcp": "adapters.mcp.source:build_source",
     "temporal": "adapters.temporal:build_source",
+    "a2a": "adapters.a2a:build_source",
 }
 
 def channel_factories() -> dict[str, str]:
