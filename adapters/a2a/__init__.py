@@ -11,7 +11,7 @@ from bridge.registry import AdapterContext
 
 def build_source(section: dict[str, Any], ctx: AdapterContext) -> A2aSource:
     """Registry factory for `type: a2a`."""
-    return A2aSource(ctx.parse(A2aConfig, section), ctx.settings)
+    return A2aSource(ctx.parse(A2aConfig, section), ctx.settings, ctx.store)
 
 
 __all__ = ["A2aConfig", "A2aSource", "build_source"]

@@ -12,8 +12,10 @@ replica that took it (the request does; its answer is in the bridge's API).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -38,11 +40,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from adapters.a2a.mapping import MessageRefused, agent_card, answer_parts, refuse_secrets, request_from_message
+from adapters.a2a.remote import RemoteAgent, RemoteTasks
 from adapters.webhook.egress import CallbackPolicy, GuardedTransport
 from bridge.config import Settings
+from bridge.config_daemon import Duration
 from bridge.errors import BridgeError
 from bridge.http.auth import token_name, token_ok
 from bridge.ports import Outcome, RequestSink
+from bridge.store.base import Store
 
 log = logging.getLogger("hitl_bridge.a2a")
 
@@ -62,6 +67,12 @@ class A2aConfig(BaseModel):
     agent_name: str = Field(default="people", min_length=1, max_length=100)
     #: the public URL of the JSON-RPC endpoint on the card (default: http.public_url + /a2a)
     url: str | None = Field(default=None, pattern=r"^https?://", max_length=2000)
+    #: remote agents whose `input-required` tasks people answer (adapters.a2a.remote)
+    agents: list[RemoteAgent] = Field(default_factory=list, max_length=100)
+    #: how often the remote agents' waiting tasks are listed
+    poll_every: Duration = timedelta(seconds=5)
+    #: the longest one call to a remote agent may take
+    timeout: Duration = timedelta(seconds=10)
 
 
 class CallerContextBuilder(DefaultServerCallContextBuilder):
@@ -136,8 +147,9 @@ class A2aSource:
     """Contributes the card and the JSON-RPC endpoint; delivers nothing itself (the waiting
     task reports the outcome)."""
 
-    def __init__(self, config: A2aConfig, settings: Settings) -> None:
+    def __init__(self, config: A2aConfig, settings: Settings, store: Store | None = None) -> None:
         self.name = config.name
+        self.remote = RemoteTasks(config.name, config.agents, store, config.timeout)
         self.config = config
         self.settings = settings
         self.sink: RequestSink | None = None
@@ -168,13 +180,26 @@ class A2aSource:
                    if isinstance(r, Route)]
         return [*create_agent_card_routes(card), *guarded]
 
+    @property
+    def problems(self) -> dict[str, str]:
+        """Remote agents whose last poll failed, while it keeps failing."""
+        return {f"agent {name}": why for name, why in self.remote.errors.items()}
+
     async def run(self, sink: RequestSink) -> None:
-        return None
+        """Poll the remote agents (if any) until cancelled."""
+        if not self.remote.agents:
+            return
+        while True:
+            await self.remote.scan(sink)
+            await asyncio.sleep(self.config.poll_every.total_seconds())
 
     async def deliver(self, outcome: Outcome) -> None:
-        return None  # the task waiting in `execute` reports the outcome
+        """Reply in a remote agent's task; the bridge's own tasks report their outcome in `execute`."""
+        if "agent" in outcome.request.source_ref:
+            await self.remote.deliver(outcome)
 
     async def close(self) -> None:
+        await self.remote.close()
         await self.http.aclose()
 
 
