@@ -32,6 +32,7 @@ SOURCES: dict[str, str] = {
     "mcp": "adapters.mcp.source:build_source",
     "temporal": "adapters.temporal:build_source",
     "a2a": "adapters.a2a:build_source",
+    "agui": "adapters.agui:build_source",
 }
 
 def channel_factories() -> dict[str, str]:

@@ -53,6 +53,9 @@ SOURCE_MODELS: dict[str, str] = {
     "mastra": "adapters.mastra.source:MastraConfig",
     "agentworld": "adapters.agentworld.source:AgentWorldConfig",
     "mcp": "adapters.mcp.settings:McpSettings",
+    "temporal": "adapters.temporal.config:TemporalConfig",
+    "a2a": "adapters.a2a.server:A2aConfig",
+    "agui": "adapters.agui.source:AguiConfig",
 }
 #: the page that explains each section, relative to docs/reference/
 GUIDE: dict[str, str] = {
@@ -60,7 +63,8 @@ GUIDE: dict[str, str] = {
     "email": "../channels/email.md", "webhook": "../requests.md", "delta": "../engines/delta.md",
     "langgraph": "../engines/langgraph.md", "teal": "../engines/teal-mastra-agentworld.md",
     "mastra": "../engines/teal-mastra-agentworld.md", "agentworld": "../engines/teal-mastra-agentworld.md",
-    "mcp": "../engines/mcp.md", "store": "../store.md", "http": "../configuration.md",
+    "mcp": "../engines/mcp.md", "temporal": "../engines/temporal.md", "a2a": "../engines/a2a.md",
+    "agui": "../engines/agui.md", "store": "../store.md", "http": "../configuration.md",
     "routes": "../timing.md", "people": "../people.md",
 }
 GENERATED = "<!-- generated from the code by scripts/gen_reference.py at each docs build: do not edit -->\n\n"
