@@ -4,6 +4,7 @@ its answer exactly once; one that ends first withdraws its request."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from temporalio.worker import Worker
 
 from bridge.daemon import Daemon
 from tests.harness import running_bridge, wait_for
-from tests.temporal.conftest import TemporalDevServer
+from tests.temporal.conftest import TemporalDevServer, temporal_binary
 from tests.temporal.workflows import DeployWorkflow, SignalledWorkflow
 
 pytestmark = pytest.mark.timeout(120)
@@ -112,3 +113,28 @@ async def test_cancel_in_the_bridge_ends_the_wait(temporal: Client, worker: str,
 
 async def _state(api: AsyncClient, request_id: str, state: str) -> bool:
     return (await api.get(request_id)).get("state") == state
+
+
+async def test_a_reset_withdraws_the_old_runs_request_and_the_new_run_asks_again(
+        temporal: Client, worker: str, api: AsyncClient, temporal_server: TemporalDevServer) -> None:
+    workflow_id = f"reset-{uuid.uuid4().hex[:8]}"
+    handle = await temporal.start_workflow(DeployWorkflow.run, "search", id=workflow_id, task_queue=worker)
+    first = await open_request(api, workflow_id)
+    binary = temporal_binary()
+    assert binary is not None
+    reset = await asyncio.create_subprocess_exec(
+        binary, "workflow", "reset", "--address", temporal_server.address, "--workflow-id", workflow_id,
+        "--type", "FirstWorkflowTask", "--reason", "test reset",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    output, _ = await reset.communicate()
+    assert reset.returncode == 0, output.decode()
+    await wait_for(lambda: _state(api, first["id"], "cancelled"), timeout=30, interval=0.1)
+
+    async def second() -> dict[str, Any] | None:
+        views = await api.list(["pending", "posted"], source="temporal")
+        return next((v for v in views if v.get("run_id") == workflow_id and v["id"] != first["id"]), None)
+    again = await wait_for(second, timeout=30, interval=0.1)
+    await api.answer(again["id"], "yes")
+    latest = temporal.get_workflow_handle(workflow_id)
+    assert (await latest.result())["ok"] == "yes"
+    assert handle.run_id != (await latest.describe()).run_id
