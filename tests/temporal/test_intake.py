@@ -103,3 +103,12 @@ def test_the_workflow_reads_the_bridges_payload() -> None:
     outcome = read_outcome({"request_id": "r_1", "state": "answered", "values": {"ok": "yes"},
                             "responder": "slack:U1", "reason": 5})
     assert outcome.values == {"ok": "yes"} and outcome.responder == "slack:U1" and outcome.reason is None
+
+
+def test_the_helper_says_what_to_install_when_the_sdk_is_missing() -> None:
+    import subprocess
+    import sys
+
+    probe = "import sys; sys.modules['temporalio'] = None; import hitl_bridge_client.temporal"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert run.returncode == 1 and "pip install 'hitl-bridge-client[temporal]'" in run.stderr

@@ -35,9 +35,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from temporalio import activity, workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+try:
+    from temporalio import activity, workflow
+    from temporalio.common import RetryPolicy
+    from temporalio.exceptions import ApplicationError
+except ImportError as exc:  # pragma: no cover - the message is the point
+    raise ImportError("hitl_bridge_client.temporal needs the Temporal SDK: "
+                      "pip install 'hitl-bridge-client[temporal]'") from exc
 
 #: the activity's registered name (the workflow calls it by name: no activity code in the sandbox)
 CREATE_ACTIVITY = "hitl_bridge.create_request"
