@@ -3,9 +3,7 @@ package the test extra installs, in memory) on 127.0.0.1, and a worker of tests/
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import wait_until_serving
+from tests.processes import file_tail, stop_group, wait_until_serving
 
 START_DEADLINE_S = 60.0
 
@@ -57,21 +55,11 @@ class TemporalDevServer:
             self.stop()
             raise
 
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+    def log_tail(self) -> str:
+        return file_tail(self.log_path)
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=5)
+        stop_group(self.process)
 
 
 @pytest.fixture(scope="session")
