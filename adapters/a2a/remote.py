@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-from a2a.client import A2AClientError, Client, ClientConfig, create_client
+from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_message_text, new_data_part, new_text_part
 from a2a.types import (
     GetTaskRequest,
@@ -74,7 +74,6 @@ class RemoteTasks:
             agent = self.agents[name]
             headers = {"authorization": f"Bearer {agent.token.get_secret_value()}"} if agent.token else {}
             http = httpx.AsyncClient(headers=headers, timeout=self.timeout, trust_env=False)
-            from a2a.client import A2ACardResolver
             card = await A2ACardResolver(http, agent.url).get_agent_card()
             if agent.endpoint:
                 for interface in card.supported_interfaces:

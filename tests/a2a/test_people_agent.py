@@ -12,10 +12,23 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, create_client
-from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from google.protobuf.json_format import ParseDict
 
 from bridge.daemon import Daemon
-from tests.harness import running_bridge, wait_for
+from bridge.models import OPEN_STATES, Responder
+from bridge.store.query import RequestQuery
+from tests.harness import callback_receiver, running_bridge, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 TOKEN = "a2a-caller-token-0123"
@@ -54,8 +67,6 @@ async def open_request(bridge: Daemon) -> Any:
 
 
 def _query() -> Any:
-    from bridge.models import OPEN_STATES
-    from bridge.store.query import RequestQuery
     return RequestQuery(states=tuple(OPEN_STATES), source="a2a")
 
 
@@ -77,7 +88,6 @@ async def test_a_message_completes_with_the_persons_answer(bridge: Daemon, http:
     final = tasks[-1] if tasks else None
     if final is None or final.status.state != TaskState.TASK_STATE_COMPLETED:
         task_id = next(e.status_update.task_id for e in events if e.HasField("status_update"))
-        from a2a.types import GetTaskRequest
         final = await client.get_task(GetTaskRequest(id=task_id))
     assert final.status.state == TaskState.TASK_STATE_COMPLETED
     assert len(final.artifacts) == 1
@@ -94,12 +104,10 @@ async def test_refused_without_the_token(bridge: Daemon) -> None:
 
 
 def _person() -> Any:
-    from bridge.models import Responder
     return Responder(platform="web", user_id="ana", name="Ana")
 
 
 def _configured(text: str, push_url: str) -> SendMessageRequest:
-    from a2a.types import SendMessageConfiguration, TaskPushNotificationConfig
     request = message(text)
     request.configuration.CopyFrom(SendMessageConfiguration(
         return_immediately=True,
@@ -108,7 +116,6 @@ def _configured(text: str, push_url: str) -> SendMessageRequest:
 
 
 async def test_push_notifications_carry_the_outcome(bridge: Daemon, http: httpx.AsyncClient) -> None:
-    from tests.harness import callback_receiver
     client = await people(bridge, http, streaming=False)
     async with callback_receiver() as receiver:
         events = await collect(client, _configured("Ship the release notes?", receiver.url))
@@ -121,7 +128,6 @@ async def test_push_notifications_carry_the_outcome(bridge: Daemon, http: httpx.
 
 
 async def test_a_task_cancelled_by_the_caller_withdraws_the_request(bridge: Daemon, http: httpx.AsyncClient) -> None:
-    from a2a.types import CancelTaskRequest, GetTaskRequest
     client = await people(bridge, http, streaming=False)
     sending = asyncio.create_task(collect(client, message("Rotate the keys now?")))
     request = await open_request(bridge)
@@ -150,7 +156,6 @@ async def test_a_request_cancelled_in_the_bridge_cancels_the_task(bridge: Daemon
 ])
 async def test_messages_that_cannot_be_asked_are_rejected(bridge: Daemon, http: httpx.AsyncClient,
                                                           parts: list[dict[str, Any]], says: str) -> None:
-    from google.protobuf.json_format import ParseDict
     client = await people(bridge, http, streaming=True)
     request = message("x")
     del request.message.parts[:]

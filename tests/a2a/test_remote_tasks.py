@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
+from a2a.client import A2ACardResolver, ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -25,6 +25,7 @@ from a2a.types import (
 
 from bridge.daemon import Daemon
 from bridge.models import OPEN_STATES, Responder
+from bridge.ports import Outcome
 from bridge.store.query import RequestQuery
 from tests.a2a.remote_agent import QUESTION, RunningAgent, remote_agent
 from tests.harness import running_bridge, wait_for
@@ -46,9 +47,14 @@ async def bridge(tmp_path: Path, agent: RunningAgent) -> AsyncIterator[Daemon]:
         yield daemon
 
 
-async def start_task(agent: RunningAgent) -> tuple[Any, str]:
-    http = httpx.AsyncClient()
-    from a2a.client import A2ACardResolver
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as client:
+        yield client
+
+
+async def start_task(agent: RunningAgent, http: httpx.AsyncClient) -> tuple[Any, str]:
+    """A front end's task at the remote agent (it waits for input at once)."""
     card = await A2ACardResolver(http, agent.url).get_agent_card()
     card.supported_interfaces[0].url = f"{agent.url}/rpc"
     client = await create_client(card, ClientConfig(httpx_client=http, streaming=False))
@@ -64,8 +70,9 @@ async def open_requests(bridge: Daemon) -> list[Any]:
     return await bridge.service.store.find_requests(RequestQuery(states=tuple(OPEN_STATES), source="a2a"))
 
 
-async def test_the_answer_goes_back_in_the_same_task_once(bridge: Daemon, agent: RunningAgent) -> None:
-    client, task_id = await start_task(agent)
+async def test_the_answer_goes_back_in_the_same_task_once(bridge: Daemon, agent: RunningAgent,
+                                                          http: httpx.AsyncClient) -> None:
+    client, task_id = await start_task(agent, http)
     [request] = await wait_for(lambda: open_requests(bridge), timeout=20, interval=0.05)
     assert request.title == QUESTION and request.agent == "deployer"
     await bridge.service.answer(request.id, Responder(platform="web", user_id="ana"), {"answer": "staging"}, via="web")
@@ -81,13 +88,13 @@ async def test_the_answer_goes_back_in_the_same_task_once(bridge: Daemon, agent:
     source = next(s for s in bridge.sources if s.name == "a2a")
     fresh = await bridge.service.get(request.id)
     assert fresh is not None
-    from bridge.ports import Outcome
     await source.deliver(Outcome(request=fresh, state="answered", answer=fresh.answer))  # a retry
     assert agent.executor.replies == ["staging"]
 
 
-async def test_a_task_cancelled_at_the_agent_withdraws_the_request(bridge: Daemon, agent: RunningAgent) -> None:
-    client, task_id = await start_task(agent)
+async def test_a_task_cancelled_at_the_agent_withdraws_the_request(bridge: Daemon, agent: RunningAgent,
+                                                                   http: httpx.AsyncClient) -> None:
+    client, task_id = await start_task(agent, http)
     [request] = await wait_for(lambda: open_requests(bridge), timeout=20, interval=0.05)
     await client.cancel_task(CancelTaskRequest(id=task_id))
     await wait_for(lambda: _state(bridge, request.id, "cancelled"), timeout=20)

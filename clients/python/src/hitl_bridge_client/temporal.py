@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from hitl_bridge_client.calls import Call, part
+from hitl_bridge_client.errors import BridgeRefused
+
 try:
     from temporalio import activity, workflow
     from temporalio.common import RetryPolicy
@@ -151,8 +154,6 @@ class BridgeActivities:
     @activity.defn(name=CREATE_ACTIVITY)
     async def create_request(self, ask: dict[str, Any]) -> str:
         """POST the request with the run that waits; the request id (the same on a retry)."""
-        from hitl_bridge_client.calls import Call, part
-
         info = activity.info()
         source = str(ask.get("source") or "temporal")
         body = {"request": ask.get("request"), "workflow": {
@@ -163,8 +164,6 @@ class BridgeActivities:
         def flow() -> Any:
             view = yield Call("POST", f"/v1/temporal/{source}/requests", json=body, resend=True, creates=True)
             return str(part(view, "id"))
-
-        from hitl_bridge_client.errors import BridgeRefused
 
         try:
             request_id: str = await self.client._run(flow())
