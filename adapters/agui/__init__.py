@@ -11,7 +11,7 @@ from bridge.registry import AdapterContext
 
 def build_source(section: dict[str, Any], ctx: AdapterContext) -> AguiSource:
     """Registry factory for `type: agui`."""
-    return AguiSource(ctx.parse(AguiConfig, section), ctx.settings)
+    return AguiSource(ctx.parse(AguiConfig, section), ctx.settings, ctx.store)
 
 
 __all__ = ["AguiConfig", "AguiSource", "build_source"]

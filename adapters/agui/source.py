@@ -33,7 +33,10 @@ from bridge.config_daemon import Duration
 from bridge.errors import BridgeError
 from bridge.http.app import describe_errors
 from bridge.http.auth import check_api_token, token_name
+from bridge.models import OPEN_STATES
 from bridge.ports import DeliveryError, Outcome, RequestSink
+from bridge.store.base import Store
+from bridge.store.query import RequestQuery
 
 log = logging.getLogger("hitl_bridge.agui")
 
@@ -56,8 +59,9 @@ class AguiConfig(BaseModel):
 class AguiSource:
     """One AG-UI agent endpoint; see the module docstring for the contract."""
 
-    def __init__(self, config: AguiConfig, settings: Settings) -> None:
+    def __init__(self, config: AguiConfig, settings: Settings, store: Store | None = None) -> None:
         self.name = config.name
+        self.store = store
         self.config = config
         self.settings = settings
         self.sink: RequestSink | None = None
@@ -76,7 +80,18 @@ class AguiSource:
         return [Route(self.path, self.proxy, methods=["POST"], include_in_schema=False)]
 
     async def run(self, sink: RequestSink) -> None:
-        return None  # runs arrive through http_routes()
+        """Remember the interrupts that open requests wait on (after a restart, their answers
+        still resume the thread); runs themselves arrive through http_routes()."""
+        await self._remember_open()
+
+    async def _remember_open(self) -> None:
+        if self.store is None:
+            return
+        async for page in self.store.pages(RequestQuery(states=tuple(OPEN_STATES), source=self.name)):
+            for request in page:
+                thread_id, interrupt_id = request.source_ref.get("thread_id"), request.source_ref.get("interrupt_id")
+                if isinstance(thread_id, str) and isinstance(interrupt_id, str):
+                    self.waiting.setdefault(thread_id, {})[interrupt_id] = request.created_by or ""
 
     async def proxy(self, http: HttpRequest) -> Response:
         """Forward a run to the agent and relay its events; interrupts become requests."""
@@ -160,12 +175,11 @@ class AguiSource:
         thread_id, interrupt_id = ref.get("thread_id"), ref.get("interrupt_id")
         if not isinstance(thread_id, str) or not isinstance(interrupt_id, str):
             raise DeliveryError("the request has no AG-UI thread/interrupt reference", permanent=True)
-        if interrupt_id not in self.waiting.get(thread_id, {}):
-            raise DeliveryError(f"AG-UI thread {thread_id} no longer waits for interrupt {interrupt_id} "
-                                "(resumed elsewhere, or the bridge restarted)", permanent=True)
         entry = resume_entry(interrupt_id, str(ref.get("kind")), outcome.answer)
         run = RunAgentInput(thread_id=thread_id, run_id=f"hitl-{request.id}", messages=[], resume=[entry])
-        del self.waiting[thread_id][interrupt_id]
+        # a run through the bridge that answered or left the interrupt has withdrawn the
+        # request (no answer to deliver); this one no longer waits either
+        self.waiting.get(thread_id, {}).pop(interrupt_id, None)
         self.resumed.add(request.id)
         body = run.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:

@@ -104,3 +104,16 @@ async def test_bad_runs_are_refused(bridge: Daemon, body: bytes, status: int) ->
 async def _state(bridge: Daemon, request_id: str, state: str) -> bool:
     found = await bridge.service.get(request_id)
     return found is not None and found.state.value == state
+
+
+async def test_an_answer_given_after_a_restart_still_resumes(tmp_path: Path, agent: RunningAgent) -> None:
+    config = {"http": {"api_tokens": {"ui": TOKEN}},
+              "sources": [{"type": "webhook"}, {"type": "agui", "url": agent.url}]}
+    thread_id = uuid.uuid4().hex
+    async with running_bridge(tmp_path, config) as first:
+        await run_through(first, first_run(thread_id))
+        [request] = await open_requests(first)
+    async with running_bridge(tmp_path, config) as second:
+        await second.service.answer(request.id, Responder(platform="web", user_id="bo"), {"answer": "no"}, via="web")
+        await wait_for(lambda: _state(second, request.id, "delivered"), timeout=20)
+    assert agent.deployer.acted == ["held back"]
