@@ -31,6 +31,9 @@ SOURCES: dict[str, str] = {
     "agentworld": "adapters.agentworld:build_source",
     "mcp": "adapters.mcp.source:build_source",
     "gateway": "adapters.gateway.source:build_source",
+    "temporal": "adapters.temporal:build_source",
+    "a2a": "adapters.a2a:build_source",
+    "agui": "adapters.agui:build_source",
 }
 
 

@@ -56,6 +56,9 @@ SOURCE_MODELS: dict[str, str] = {
     "github": "adapters.github.settings:GitHubConfig",
     "gitlab": "adapters.gitlab.settings:GitLabConfig",
     "gateway": "adapters.gateway.settings:GatewaySettings",
+    "temporal": "adapters.temporal.config:TemporalConfig",
+    "a2a": "adapters.a2a.server:A2aConfig",
+    "agui": "adapters.agui.source:AguiConfig",
 }
 #: the page that explains each section, relative to docs/reference/
 GUIDE: dict[str, str] = {
@@ -66,6 +69,7 @@ GUIDE: dict[str, str] = {
     "mcp": "../engines/mcp.md", "github": "../guides/github-gitlab-deploys.md",
     "gitlab": "../guides/github-gitlab-deploys.md", "store": "../store.md", "http": "../configuration.md",
     "gateway": "../guides/mcp-gateway.md",
+    "temporal": "../engines/temporal.md", "a2a": "../engines/a2a.md", "agui": "../engines/agui.md",
     "routes": "../timing.md", "people": "../people.md",
 }
 GENERATED = "<!-- generated from the code by scripts/gen_reference.py at each docs build: do not edit -->\n\n"

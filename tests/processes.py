@@ -81,3 +81,27 @@ class ServeChild:
             self.changed.clear()
             self.changed.wait(0.1)
         return found
+
+
+def stop_group(process: subprocess.Popen[bytes] | None) -> None:
+    """Stop a server started with `start_new_session=True`, and every process it started:
+    SIGTERM to its group, SIGKILL after 15 s."""
+    import os
+    import signal
+
+    if process is None or process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
+
+
+def file_tail(path: Path, lines: int = 40) -> str:
+    """The last `lines` lines of a server's log file ("" when it cannot be read)."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
