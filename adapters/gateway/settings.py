@@ -13,14 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from adapters.mcp.settings import labels_fit_a_request, progress_often_enough
 from bridge.config_daemon import Duration
 
 NAME = r"^[a-z0-9][a-z0-9_-]{0,39}$"
 #: what sits between a server's prefix and its tool's name (`fs__read_file`)
 SEPARATOR = "__"
 MAX_SERVERS = 20
-MAX_LABELS = 50
-LABEL_PREFIX = "mcp_"
 
 
 class ServerSettings(BaseModel):
@@ -105,19 +104,12 @@ class GatewaySettings(BaseModel):
     @field_validator("labels")
     @classmethod
     def _labels_fit_a_request(cls, labels: dict[str, str]) -> dict[str, str]:
-        if len(labels) > MAX_LABELS or any(len(k) > 100 or len(v) > 500 for k, v in labels.items()):
-            raise ValueError("at most 50 labels, keys ≤ 100 and values ≤ 500 characters")
-        reserved = sorted(k for k in labels if k.startswith(LABEL_PREFIX))
-        if reserved:
-            raise ValueError(f"{reserved[0]!r}: labels starting with {LABEL_PREFIX!r} are set by the gateway")
-        return labels
+        return labels_fit_a_request(labels, "the gateway")
 
     @field_validator("progress_every")
     @classmethod
     def _progress_often_enough(cls, every: timedelta) -> timedelta:
-        if not timedelta(seconds=0.05) <= every <= timedelta(minutes=10):
-            raise ValueError("use between 50ms and 10m")
-        return every
+        return progress_often_enough(every)
 
     @model_validator(mode="after")
     def _names_distinct(self) -> GatewaySettings:

@@ -12,6 +12,24 @@ from bridge.config_daemon import Duration
 MAX_LABELS = 50
 
 
+def labels_fit_a_request(labels: dict[str, str], set_by: str) -> dict[str, str]:
+    """The operator's labels for every request from MCP: few and short, none of the `mcp_`
+    ones `set_by` sets itself (so an agent cannot pick a laxer route through them)."""
+    if len(labels) > MAX_LABELS or any(len(k) > 100 or len(v) > 500 for k, v in labels.items()):
+        raise ValueError("at most 50 labels, keys ≤ 100 and values ≤ 500 characters")
+    reserved = sorted(k for k in labels if k.startswith(RESERVED_PREFIX))
+    if reserved:
+        raise ValueError(f"{reserved[0]!r}: labels starting with {RESERVED_PREFIX!r} are set by {set_by}")
+    return labels
+
+
+def progress_often_enough(every: timedelta) -> timedelta:
+    """A held call's progress notifications: often enough to keep clients waiting, not a flood."""
+    if not timedelta(seconds=0.05) <= every <= timedelta(minutes=10):
+        raise ValueError("use between 50ms and 10m")
+    return every
+
+
 class McpSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -31,19 +49,12 @@ class McpSettings(BaseModel):
     @field_validator("labels")
     @classmethod
     def _labels_fit_a_request(cls, labels: dict[str, str]) -> dict[str, str]:
-        if len(labels) > MAX_LABELS or any(len(k) > 100 or len(v) > 500 for k, v in labels.items()):
-            raise ValueError("at most 50 labels, keys ≤ 100 and values ≤ 500 characters")
-        reserved = sorted(k for k in labels if k.startswith(RESERVED_PREFIX))
-        if reserved:
-            raise ValueError(f"{reserved[0]!r}: labels starting with {RESERVED_PREFIX!r} are set by the bridge")
-        return labels
+        return labels_fit_a_request(labels, "the bridge")
 
     @field_validator("progress_every")
     @classmethod
     def _progress_often_enough(cls, every: timedelta) -> timedelta:
-        if not timedelta(seconds=0.05) <= every <= timedelta(minutes=10):
-            raise ValueError("use between 50ms and 10m")
-        return every
+        return progress_often_enough(every)
 
     @property
     def hold_s(self) -> float | None:
