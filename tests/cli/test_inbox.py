@@ -152,6 +152,8 @@ def test_inbox_offers_standing_approvals_after_yes_and_sends_the_choice(daemon: 
     always = call("make build")
     span = call("make test")
     child, _ = spawn(["inbox", "--once", "--label", f"suite={suite}"], elsewhere, env_for(daemon))
+    child.expect("Enter one by one · q quit > ")  # the two calls are alike: offered as a batch first
+    child.sendline("")
     child.expect("Run make build")
     child.expect("y approve · n reject · Enter skip · q quit > ")
     child.sendline("y")

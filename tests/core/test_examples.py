@@ -27,7 +27,9 @@ ENV = {"SLACK_BOT_TOKEN": "xoxb-example", "SLACK_SIGNING_SECRET": "example-signi
        "GITHUB_APP_ID": "123456", "GITHUB_APP_PRIVATE_KEY": "-----BEGIN RSA PRIVATE KEY-----\nexample",
        "GITHUB_WEBHOOK_SECRET": "github-webhook-secret-0123456789", "GITLAB_TOKEN": "glpat-example-0123456789",
        "GITLAB_WEBHOOK_SECRET": "gitlab-webhook-secret-0123456789", "ANA_GITLAB_TOKEN": "glpat-ana-0123456789",
-       "BO_GITLAB_TOKEN": "glpat-bo-0123456789", "GITHUB_TOKEN": "ghp_example"}
+       "BO_GITLAB_TOKEN": "glpat-bo-0123456789", "GITHUB_TOKEN": "ghp_example",
+       "TEAMS_APP_ID": "00000000-0000-0000-0000-000000000001", "TEAMS_APP_PASSWORD": "teams-app-password-0123456789",
+       "TEAMS_TENANT_ID": "00000000-0000-0000-0000-000000000002"}
 
 
 def test_there_are_examples() -> None:

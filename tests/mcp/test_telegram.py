@@ -28,8 +28,10 @@ async def test_claude_codes_permission_prompts_from_telegram(tmp_path: Path, fak
             "tool_use_id": "toolu_7"}))
         request = await next_request(bridge)
         message = await posted_message(fake, 42, "Allow Bash: npm run migrate")
-        assert [b["text"] for b in me.buttons(message)] == ["✅ Approve", "❌ Reject"]  # one tap
-        await me.press(message, "Approve")
+        texts = [b["text"] for b in me.buttons(message)]
+        assert texts[:2] == ["✅ Allow once", "❌ Reject"]  # one tap; then the standing approvals offered
+        assert any("Allow for this session" in t for t in texts[2:]) and any("Always allow this" in t for t in texts)
+        await me.press(message, "Allow once")
         verdict = json.loads(text(await prompting))
         assert verdict == {"behavior": "allow",
                            "updatedInput": {"command": "npm run migrate", "description": "Run migrations"}}

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from bridge.models import RequestState
 from tests.fakes.slack_api import FakeSlack
 from tests.harness import wait_for
 from tests.slack.conftest import SlackBridge, confirm_body, slack_bridge
@@ -52,6 +53,11 @@ async def test_twenty_alike_approved_with_one_click_but_one_and_four_eyes_alone(
                for n in range(20)]
         for rid in ids:
             await b.message_of(rid)
+
+        async def all_recorded() -> bool:  # the store has every copy (what a batch is read from)
+            states = [(await b.stored(rid)).state for rid in ids]
+            return all(state is RequestState.posted for state in states)
+        await wait_for(all_recorded, 5)
         assert await slash(b, "batch") == "1 batch(es) sent to your DM."
         message = await wait_for(lambda: batch_message(fake), 5)
         assert "Approve all 20" in json.dumps(message["blocks"])
