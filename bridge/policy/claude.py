@@ -90,8 +90,11 @@ class ToolRule:
         return False
 
 
+@lru_cache(maxsize=8192)
 def parse_rule(text: str) -> ToolRule:
-    """Read `Tool`, `Tool(specifier)` or an MCP name; RuleSyntaxError with the fix otherwise."""
+    """Read `Tool`, `Tool(specifier)` or an MCP name; RuleSyntaxError with the fix otherwise.
+    Kept once read (a rule is immutable): `check-config` compares every pair of rules, and a
+    grant's pattern is read at each decision."""
     if len(text) > MAX_RULE:
         raise RuleSyntaxError(f"longer than {MAX_RULE} characters")
     found = _RULE.match(text)
