@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 COMMANDS = [("pending", "What waits for an answer in this chat"),
             ("cancel", "Stop answering a request step by step"),
+            ("batch", "Alike requests waiting for you, to decide together"),
+            ("away", "Away until a time: another person answers for you"),
+            ("back", "Back: end your away window now"),
             ("start", "Your Telegram id, for the bridge's routes")]
 NOT_STARTED = ("undeliverable: Telegram user {id} has never pressed Start in the private chat with "
                "@{bot} (or blocked it); ask them to open https://t.me/{bot} and press Start")

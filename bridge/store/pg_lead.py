@@ -9,6 +9,7 @@ and frees the lock, and the holder finds out at its next check.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
@@ -39,15 +40,22 @@ class AdvisoryLeads:
         self.connect = connect  # asyncpg.connect keyword arguments (timeout, server settings)
         self.namespace = namespace_of(dsn)
         self._held: dict[str, asyncpg.Connection] = {}
+        #: one check of a role at a time: its session is one connection, which asyncpg lets run
+        #: one query at a time (two callers at once made the second see the first's failure)
+        self._checking: dict[str, asyncio.Lock] = {}
 
     async def try_lead(self, role: str) -> bool:
+        async with self._checking.setdefault(role, asyncio.Lock()):
+            return await self._try_lead(role)
+
+    async def _try_lead(self, role: str) -> bool:
         conn = self._held.get(role)
         if conn is not None:
             try:
                 await conn.fetchval("SELECT 1", timeout=CHECK_TIMEOUT_S)
                 return True
             except Exception as exc:
-                del self._held[role]
+                self._held.pop(role, None)
                 conn.terminate()
                 log.warning("lost the %s role: its database session failed (%s)", role, type(exc).__name__)
                 return False
@@ -69,6 +77,10 @@ class AdvisoryLeads:
         return True
 
     async def resign(self, role: str) -> None:
+        async with self._checking.setdefault(role, asyncio.Lock()):
+            await self._resign(role)
+
+    async def _resign(self, role: str) -> None:
         conn = self._held.pop(role, None)
         if conn is not None:
             try:

@@ -76,7 +76,7 @@ async def test_pending_lists_this_chats_requests_and_shows_one_again(tmp_path: P
 async def test_pending_with_nothing_waiting_and_a_stranger_pressing(tmp_path: Path, fake: FakeTelegram) -> None:
     ann, eve = fake.person(42, "Ann"), fake.person(666, "Eve")
     async with telegram_bridge(tmp_path, fake, responders=["telegram:42"]) as daemon:
-        assert [c for c, _ in fake.commands] == ["pending", "cancel", "start"]  # the / menu
+        assert [c for c, _ in fake.commands] == ["pending", "cancel", "batch", "away", "back", "start"]  # the / menu
         await posts_recorded(daemon)
         await eve.say("/pending")
         await last_text_to(fake, 666, "Nothing is waiting for an answer here.")
