@@ -184,7 +184,10 @@ async def test_a_restart_loses_nothing_and_tasks_finish_after_it(tmp_path: Path)
             asking = asyncio.create_task(with_tasks.call_tool("ask_human", {"title": "Rotate the keys tonight?"}))
             await wait_for(lambda: tasks.created, 15)
             task_id = tasks.created[0].task_id
-            assert (await stored(first, task_id)).state is RequestState.posted
+
+            async def shown() -> bool:  # posted in the background once created: waited for
+                return bool((await stored(first, task_id)).state is RequestState.posted)
+            assert await wait_for(shown, 15)
             asking.cancel()  # the client stops polling; the task (the request) stays
         async with over_http(first) as plain:
             prompting = asyncio.create_task(plain.call_tool("permission_prompt", {
