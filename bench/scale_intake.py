@@ -6,8 +6,7 @@ sends N creates from 16 keep-alive connections:
 
   - SQLite, one daemon: requests/s (target ≥ 1,500/s on 2 cores), p99 latency, and the
     daemon's event-loop CPU per create (its main thread's CPU time / N) and whole-process CPU
-  - PostgreSQL, 1, 2 and 3 replicas (separate daemons on one schema, the 16 connections
-    spread over them): requests/s each (no fixed target: the growth is the figure)
+  - PostgreSQL, 1, 2 and 3 replicas: bench/scale_replicas.py (run from here too)
 
 The load generator is one process with raw HTTP/1.1 keep-alive connections on asyncio
 Protocols (a prepared request, a response read by Content-Length): about 30 µs of CPU per
@@ -16,8 +15,6 @@ the client itself used.
 
 Usage: .venv/bin/python bench/scale_intake.py [--quick] [--profile intake.svg]
 (--profile: py-spy records the SQLite daemon during its measured run; needs py-spy.)
-PostgreSQL: HITL_BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/test), a
-fresh schema per run, dropped after; skipped (with a figure saying why) when unreachable.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -40,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_core import BODY, daemon_process, pct
-from bench_store import PG_URL, pg_schema, with_schema
 from scale_lib import Figure, table
 
 AREA = "intake"
@@ -220,58 +215,20 @@ async def sqlite_figures(total: int, warmup: int, profile: str | None, log_level
     ]
 
 
-async def postgres_figures(total: int, warmup: int) -> list[Figure]:
-    rates: list[float] = []
-    figures = []
-    for replicas in (1, 2, 3):
-        schema = f"hitl_bench_{secrets.token_hex(4)}"
-        await pg_schema(True, schema)
-        try:
-            async with daemons(with_schema(schema), replicas) as started:
-                ports = [port for port, _pid in started]
-                await load(ports, warmup, "warm")
-                cpu0 = [cpu_seconds(pid) for _port, pid in started]
-                run = await load(ports, total, "run")
-                cpu = sum(cpu_seconds(pid) - c for (_port, pid), c in zip(started, cpu0, strict=True))
-        finally:
-            await pg_schema(False, schema)
-        rates.append(run.rate)
-        growth = "" if replicas == 1 else f", ×{run.rate / rates[0]:.2f} of 1"
-        figures.append(Figure(
-            AREA, f"PostgreSQL intake, {replicas} replica{'s' if replicas > 1 else ''} ({run.failed} failed)",
-            f"{run.rate:,.0f}/s{growth} (p99 {pct(run.latencies_ms, 0.99):.0f} ms, "
-            f"{cpu / run.count * 1000:.2f} ms daemon CPU each)", "grows with replicas"))
-    return figures
-
-
-async def postgres_reachable() -> str | None:
-    import asyncpg
-
-    try:
-        conn = await asyncpg.connect(PG_URL, timeout=5)
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    await conn.close()
-    return None
-
-
 async def measure(quick: bool, profile: str | None = None, stores: tuple[str, ...] = ("sqlite", "postgres"),
                   ) -> list[Figure]:
     """The intake figures; `quick`: fewer requests (a few seconds per run)."""
-    total, pg_total, warmup = (4000, 2000, 500) if quick else (20000, 8000, 2000)
+    total, warmup = (4000, 500) if quick else (20000, 2000)
     figures = await sqlite_figures(total, warmup, profile) if "sqlite" in stores else []
     if "sqlite" in stores:  # the same at the default log level: two INFO lines per create
         info = await sqlite_figures(total // 2, warmup, None, "INFO")
         figures.append(Figure(AREA, f"SQLite intake with INFO logs (the default), {CLIENTS} clients",
                               f"{info[0].value}, {info[2].value} event-loop CPU", f"≥ {TARGET_RATE:,.0f}/s",
                               info[0].met))
-    if "postgres" not in stores:
-        return figures
-    why_not = await postgres_reachable()
-    if why_not is not None:
-        figures.append(Figure(AREA, "PostgreSQL intake, 1/2/3 replicas", f"skipped: {why_not}", "grows with replicas"))
-    else:
-        figures += await postgres_figures(pg_total, warmup)
+    if "postgres" in stores:  # the replica figures live in scale_replicas.py (issue 34's own part)
+        import scale_replicas
+
+        figures += await scale_replicas.measure(quick)
     return figures
 
 
