@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -179,6 +179,7 @@ async def _parts(settings: Settings, store: Store) -> list[Finding]:
     if not errors:
         findings.append(ok("targets", "every route target has a channel"))
     findings += await channel_checks(settings, channels, store)
+    findings += await rota_checks(settings)
     for source in sources:
         findings += await source_checks(source)
     for source in sources:
@@ -188,6 +189,35 @@ async def _parts(settings: Settings, store: Store) -> list[Finding]:
                 await close()
             except Exception:  # a check must never fail on cleanup
                 pass
+    return findings
+
+
+async def rota_checks(settings: Settings, now: datetime | None = None) -> list[Finding]:
+    """Each on-call rota: who is on call now, and for an iCalendar feed whether it reads and
+    parses (a feed the daemon cannot read keeps its last good copy there, or reaches nobody)."""
+    if not settings.rotas:
+        return []
+    from bridge.oncall_feeds import Feeds
+
+    feeds = Feeds()
+    await feeds.fresh(settings.rotas)
+    problems = feeds.problems()
+    now = now or utcnow()
+    findings: list[Finding] = []
+    for name, rota in settings.rotas.items():
+        check = f"rota {name}"
+        if rota.ical is not None and rota.ical in problems:
+            findings.append(fail(check, problems[rota.ical],
+                                 "fix the feed (the path or URL in rotas." + name + ".ical, or the calendar itself); "
+                                 "until then oncall:" + name + " reaches nobody, or whoever the last good copy names"))
+            continue
+        person = settings.directory.on_call(name, now, feeds.calendar(rota.ical) if rota.ical else None)
+        source = "its feed" if rota.ical else "the rotation"
+        if person is None:
+            findings.append(warn(check, f"nobody is on call now by {source}",
+                                 f"oncall:{name} reaches nobody until someone's turn: check the calendar or turns"))
+        else:
+            findings.append(ok(check, f"{person} is on call now (by {source})"))
     return findings
 
 

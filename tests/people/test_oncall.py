@@ -161,3 +161,23 @@ async def test_an_ical_url_is_fetched_and_its_failure_keeps_the_last_good_copy()
         feeds._feeds[url].read_at = None
         await feeds.fresh(people.rotas)
         assert "larger than 2 MB" in feeds.problems()[url]
+
+
+async def test_doctor_names_who_is_on_call_and_a_feed_it_cannot_read(tmp_path: Path) -> None:
+    from bridge.doctor import rota_checks
+
+    good = tmp_path / "oncall.ics"
+    good.write_text(ICS)
+    broken = tmp_path / "broken.ics"
+    broken.write_text("BEGIN:VCALENDAR\r\nthis is not a calendar")
+    settings = Settings.model_validate({"people": PEOPLE, "rotas": {
+        "primary": {"ical": str(good)}, "broken": {"ical": str(broken)}, "gone": {"ical": str(tmp_path / "no.ics")},
+        "turns": ROTA}})
+    found = {f.check: f for f in await rota_checks(settings, datetime(2026, 1, 8, 12, tzinfo=UTC))}
+    assert (found["rota primary"].status, found["rota primary"].detail) == ("ok", "cy is on call now (by its feed)")
+    assert found["rota broken"].status == "fail" and "not an iCalendar file" in found["rota broken"].detail
+    assert "oncall:broken reaches nobody" in found["rota broken"].fix
+    assert found["rota gone"].status == "fail" and "cannot be read" in found["rota gone"].detail
+    assert found["rota turns"].status == "ok" and "on call now (by the rotation)" in found["rota turns"].detail
+    quiet = {f.check: f for f in await rota_checks(settings, datetime(2026, 1, 3, tzinfo=UTC))}
+    assert quiet["rota primary"].status == "warn"  # nobody's turn in the calendar then
