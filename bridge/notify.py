@@ -163,6 +163,10 @@ class ChangeFeed:
             if not watchers:
                 del self._watches[request_id]
 
+    def stream_count(self) -> int:
+        """Watch streams registered now."""
+        return len({w for watchers in self._watches.values() for w in watchers})
+
     def watched_count(self) -> int:
         """Request ids watch streams wait on (an id two streams watch counts twice)."""
         return sum(len(w) for w in self._watches.values())
