@@ -17,6 +17,7 @@ import pytest
 from hitl_bridge_client import Answer, AsyncClient, Client, Missing, NoAnswer, StillOpen, Unauthorized
 
 from bridge.daemon import Daemon
+from tests.docs.snippets import DOCS, blocks
 from tests.harness import make_settings, running_bridge, wait_for
 
 CONFIRM = [{"id": "ok", "kind": "confirm", "prompt": "Deploy?"}]
@@ -150,3 +151,27 @@ async def test_a_cut_stream_is_reopened_with_the_ids_still_open() -> None:
         got = [item async for item in AsyncClient(f"http://127.0.0.1:{port}").wait_many(["a", "b", "c"])]
     assert [g.request_id for g in got] == ["b", "a", "c"] and all(isinstance(g, Answer) for g in got)
     assert [b["ids"] for b in bodies] == [["a", "b", "c"], ["a", "c"]]
+
+
+async def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/clients.md's wait_many example, run as written against a real daemon."""
+    [example] = [b.text for b in blocks(DOCS / "clients.md") if b.language == "python" and "wait_many" in b.text]
+    async with running_bridge(tmp_path) as bridge:
+        monkeypatch.setenv("HITL_BRIDGE_URL", bridge.base_url)
+        printed: list[str] = []
+        running = asyncio.ensure_future(asyncio.to_thread(
+            exec, example, {"print": lambda *words: printed.append(" ".join(map(str, words)))}))
+        requests = await wait_for(lambda: _two_open(bridge.base_url), WITHIN)
+        titles = {r["title"]: r["id"] for r in requests}
+        await watched(bridge, 2)
+        await act(bridge.base_url, titles["Delete b.log?"], "answer", {"value": "no"})
+        await act(bridge.base_url, titles["Delete a.log?"], "answer", {"value": "yes"})
+        await asyncio.wait_for(running, WITHIN)
+    assert printed[0].startswith(f"keep {titles['Delete b.log?']}")
+    assert printed[1] == f"delete {titles['Delete a.log?']}"
+
+
+async def _two_open(base_url: str) -> list[dict[str, Any]] | None:
+    async with httpx.AsyncClient(base_url=base_url) as http:
+        found: list[dict[str, Any]] = (await http.get("/v1/requests", params={"state": "posted"})).json()["requests"]
+    return found if len(found) == 2 else None
