@@ -54,6 +54,7 @@ MAX_BODY_BYTES = MAX_IDS * (MAX_ID_CHARS + 4) + 4096  # also within http.max_bod
 DEFAULT_WAIT_S = 300.0
 MAX_WAIT_S = 3600.0
 KEEPALIVE_S = 15.0
+REPORT_BATCH = 50  # events sent in one write: thousands closed already never sit in memory at once
 MEDIA_TYPE = "text/event-stream"
 OWN_LIMIT = f"a watch body's own limit: {MAX_IDS:,} ids"
 
@@ -149,24 +150,25 @@ async def watch_body(request: Request) -> WatchBody:
 
 
 async def first_look(request: Request, watch: Watch) -> list[bytes]:
-    """After registering: the events due at once (ids closed already, missing or forbidden),
-    those ids dropped. Any caller may wait on every request (an open bridge, a token with
+    """After registering: the `missing` events due at once (unknown or forbidden ids, dropped).
+    The ids closed already are handed to the stream as changes: it reports them as it starts,
+    a few at a time. Any caller may wait on every request (an open bridge, a token with
     act_for_others): one query per 500 ids finds the closed ones; else each is read."""
     service = watch.service
     settings = request.app.state.settings
     header = request.headers.get("authorization")
-    ids = sorted(watch.open)
     if may_manage_any(settings, header):
-        ids = await service.store.closed_among(ids)
+        for request_id in await service.store.closed_among(sorted(watch.open)):
+            watch.changed(request_id, None)  # closed, or gone (reported missing)
+        return []
     out: list[bytes] = []
-    for request_id in ids:
+    for request_id in sorted(watch.open):
         found = await service.get(request_id)
         if found is None or not may_manage(settings, header, found):
             out.append(missing(request_id))
             watch.drop(request_id)
         elif not found.is_open:
-            out.append(event("closed", await api.request_detail(service, found)))
-            watch.drop(request_id)
+            watch.changed(request_id, None)
     return out
 
 
@@ -257,9 +259,7 @@ class WatchStream(Response):
                 if loop.time() < deadline:
                     await send({"type": "http.response.body", "body": b": keep-alive\n\n", "more_body": True})
                 continue
-            chunk = await self._report(watch.take())
-            if chunk:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await self._report(watch.take(), send)
         if watch.gone:
             return
         tail = event("end", {"open": sorted(watch.open), "reason": reason})
@@ -268,12 +268,14 @@ class WatchStream(Response):
     def _released(self) -> bool:
         return self.watch.service.changes.released
 
-    async def _report(self, changed: dict[str, BridgeRequest | None]) -> bytes:
-        """The events of the requests that changed: `closed` for each no longer open (read
-        again when changed elsewhere), `missing` when one is gone (retention)."""
+    async def _report(self, changed: dict[str, BridgeRequest | None], send: Send) -> None:
+        """Send the events of the requests that changed, REPORT_BATCH at a time: `closed` for
+        each no longer open (read again when changed elsewhere), `missing` when one is gone."""
         watch = self.watch
         out: list[bytes] = []
         for request_id, request in changed.items():
+            if watch.gone:
+                return
             if request_id not in watch.open:
                 continue
             try:
@@ -288,4 +290,8 @@ class WatchStream(Response):
                 await asyncio.sleep(1.0)
                 continue
             watch.drop(request_id)
-        return b"".join(out)
+            if len(out) >= REPORT_BATCH:
+                await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
+                out = []
+        if out:
+            await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})

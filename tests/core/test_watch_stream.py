@@ -233,3 +233,19 @@ async def test_the_route_is_in_the_openapi_document(tmp_path: Path) -> None:
     assert "text/event-stream" in operation["responses"]["200"]["content"]
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     assert schema["properties"]["ids"]["maxItems"] == watch.MAX_IDS
+
+
+async def test_many_closed_already_are_sent_a_few_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watch, "REPORT_BATCH", 2)
+    async with running_bridge(tmp_path, TOKENS) as daemon:
+        ids = [await create(daemon) for _ in range(5)]
+        for rid in ids:
+            await answer(daemon, rid)
+        for token in (RELAY, ANN):  # read through one query (act_for_others) and one by one
+            async with watching(daemon.base_url, [*ids, "0000000000000000000"], headers=auth(token)) as stream:
+                events = await stream.until(7)
+            if token == RELAY:
+                assert sorted(stream.closed_ids()) == sorted(ids)
+            else:  # ann created none of them: each is missing to her
+                assert [kind for kind, _ in events[:6]] == ["missing"] * 6
+            assert events[6] == ("end", {"open": [], "reason": "done"})
