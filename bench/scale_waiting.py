@@ -232,7 +232,9 @@ async def sqlite_waiting(waiters: int, idle_s: float, samples: int) -> list[Figu
                 await asyncio.sleep(idle_s)
                 idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
                 early = sum(1 for rid in ids if rid in polls.returned)
+                cpu1 = d.cpu_s()
                 wake = await wake_ups(d.base, polls, ids[:samples])
+                cpu_wake = (d.cpu_s() - cpu1) / len(wake) * 1000
             finally:
                 await polls.close()
     per_waiter = (rss_parked - rss_before) / waiters
@@ -246,6 +248,7 @@ async def sqlite_waiting(waiters: int, idle_s: float, samples: int) -> list[Figu
                "ms (≤ 10)", pct(wake, 0.5) <= 10),
         Figure(AREA, f"wake-up answer → long poll, p99 ({len(wake)} of {n})", f"{pct(wake, 0.99):.1f} ms",
                "ms", None),
+        Figure(AREA, "daemon CPU per answer + its long poll's wake-up", f"{cpu_wake:.2f} ms", "ms", None),
         *([Figure(AREA, "long polls that returned before any answer", str(early), "0", early == 0)] if early else []),
     ]
 
@@ -268,7 +271,9 @@ async def sqlite_streams(waiting: int, idle_s: float, samples: int) -> list[Figu
                 await asyncio.sleep(idle_s)
                 idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
                 early = len(streams.returned)
+                cpu1 = d.cpu_s()
                 wake = await wake_ups(d.base, streams, ids[::max(1, waiting // samples)][:samples])  # every stream
+                cpu_wake = (d.cpu_s() - cpu1) / len(wake) * 1000
             finally:
                 await streams.close()
     per_wait = (rss_parked - rss_before) / waiting
@@ -283,6 +288,7 @@ async def sqlite_streams(waiting: int, idle_s: float, samples: int) -> list[Figu
                "ms", None),
         Figure(AREA, f"wake-up answer → closed event, p99 ({len(wake)} of {n})", f"{pct(wake, 0.99):.1f} ms",
                "≤ 20 ms", pct(wake, 0.99) <= 20),
+        Figure(AREA, "daemon CPU per answer + its closed event", f"{cpu_wake:.2f} ms", "ms", None),
         *([Figure(AREA, "streamed requests reported before any answer", str(early), "0", early == 0)]
           if early else []),
     ]
@@ -333,9 +339,9 @@ async def cross_replica(samples: int) -> list[Figure]:
         return [Figure(AREA, "cross-replica wake-up (PostgreSQL)", f"not measured: {exc}", "p50 ≤ 50 ms", None)]
     return [
         Figure(AREA, f"cross-replica wake-up A → stream on B, p50 ({len(streamed)}, PostgreSQL)",
-               f"{pct(streamed, 0.5):.1f} ms", "ms", None),
+               f"{pct(streamed, 0.5):.1f} ms", "≤ 50 ms (as a long poll)", pct(streamed, 0.5) <= 50),
         Figure(AREA, f"cross-replica wake-up A → stream on B, p99 ({len(streamed)}, PostgreSQL)",
-               f"{pct(streamed, 0.99):.1f} ms", "≤ 20 ms", pct(streamed, 0.99) <= 20),
+               f"{pct(streamed, 0.99):.1f} ms", "ms", None),
         Figure(AREA, f"cross-replica wake-up A → B, p50 ({len(wake)}, PostgreSQL)", f"{pct(wake, 0.5):.1f} ms",
                "≤ 50 ms", pct(wake, 0.5) <= 50),
         Figure(AREA, f"cross-replica wake-up A → B, p99 ({len(wake)}, PostgreSQL)", f"{pct(wake, 0.99):.1f} ms",
