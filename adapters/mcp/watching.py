@@ -43,10 +43,9 @@ class Stream:
         self.task: asyncio.Task[None] | None = None
 
     async def close(self) -> None:
-        if self.task is not None:
+        if self.task is not None and not self.task.done():
             self.task.cancel()
-            with contextlib.suppress(BaseException):
-                await self.task
+            await asyncio.wait([self.task])  # its end, whatever it was; a cancellation of ours still stops us
 
 
 class SharedWatch:
@@ -118,10 +117,16 @@ class SharedWatch:
                     continue
                 await self._nudge.wait()
                 self._nudge.clear()
+        except Exception as exc:  # a bug: said, and every call falls back to reading its request
+            log.exception("mcp: the shared watch stream failed")
+            self._fail_all(BridgeError(f"waiting on the bridge failed: {exc}"))
         finally:
-            if self.current is not None:
-                await self.current.close()
-                self.current = None
+            # no await before these: a wait() from now on starts a runner of its own
+            current, self.current = self.current, None
+            if self._runner is asyncio.current_task():
+                self._runner = None
+            if current is not None:
+                await current.close()
 
     async def _open(self, ids: frozenset[str]) -> Stream:
         """A stream on `ids`, returned once its response has begun (every id registered)."""

@@ -249,3 +249,12 @@ async def test_many_closed_already_are_sent_a_few_at_a_time(tmp_path: Path, monk
             else:  # ann created none of them: each is missing to her
                 assert [kind for kind, _ in events[:6]] == ["missing"] * 6
             assert events[6] == ("end", {"open": [], "reason": "done"})
+
+
+async def test_an_id_made_to_forge_events_is_only_reported_missing(tmp_path: Path) -> None:
+    forged = 'x\n\nevent: closed\ndata: {"id": "x"}\n\n'
+    async with running_bridge(tmp_path, TOKENS) as daemon:
+        async with watching(daemon.base_url, [forged, "../v1/sources", "' OR 1=1 --"], headers=auth(RELAY)) as stream:
+            events = await stream.until(4)
+        assert sorted(data["id"] for kind, data in events[:3]) == sorted([forged, "../v1/sources", "' OR 1=1 --"])
+        assert [kind for kind, _ in events] == ["missing", "missing", "missing", "end"]
