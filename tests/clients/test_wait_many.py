@@ -125,7 +125,8 @@ def closed_event(request_id: str) -> bytes:
     return f"event: closed\ndata: {json.dumps(view)}\n\n".encode()
 
 
-async def test_a_cut_stream_is_reopened_with_the_ids_still_open() -> None:
+@pytest.mark.parametrize("blocking", [False, True])
+async def test_a_cut_stream_is_reopened_with_the_ids_still_open(blocking: bool) -> None:
     """A server that cuts the first stream after one event (no `end`, like a dropped
     connection), then ends the second properly: the second body names only the ids left."""
     bodies: list[dict[str, Any]] = []
@@ -148,7 +149,11 @@ async def test_a_cut_stream_is_reopened_with_the_ids_still_open() -> None:
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     async with server:
-        got = [item async for item in AsyncClient(f"http://127.0.0.1:{port}").wait_many(["a", "b", "c"])]
+        url = f"http://127.0.0.1:{port}"
+        if blocking:
+            got = await asyncio.to_thread(lambda: list(Client(url).wait_many(["a", "b", "c"])))
+        else:
+            got = [item async for item in AsyncClient(url).wait_many(["a", "b", "c"])]
     assert [g.request_id for g in got] == ["b", "a", "c"] and all(isinstance(g, Answer) for g in got)
     assert [b["ids"] for b in bodies] == [["a", "b", "c"], ["a", "c"]]
 

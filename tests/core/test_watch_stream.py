@@ -4,6 +4,8 @@ wait running out, shutdown. Nothing sleeps to wait: every wait has a deadline.""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +260,18 @@ async def test_an_id_made_to_forge_events_is_only_reported_missing(tmp_path: Pat
             events = await stream.until(4)
         assert sorted(data["id"] for kind, data in events[:3]) == sorted([forged, "../v1/sources", "' OR 1=1 --"])
         assert [kind for kind, _ in events] == ["missing", "missing", "missing", "end"]
+
+
+async def test_an_answer_by_another_process_on_the_sqlite_file_reaches_the_stream(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path, TOKENS) as daemon:
+        ids = [await create(daemon), await create(daemon)]
+        config = tmp_path / "cli.yaml"
+        config.write_text(f"store: {{url: '{daemon.settings.store.url}'}}\nsources: [{{type: webhook}}]\n")
+        async with watching(daemon.base_url, ids, headers=auth(RELAY)) as stream:
+            cli = await asyncio.create_subprocess_exec(
+                str(Path(sys.executable).parent / "hitl-bridge"), "-c", str(config), "answer", "--offline", ids[1],
+                "no", "--as", "bob", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, cwd=tmp_path)
+            out, _ = await asyncio.wait_for(cli.communicate(), 60)
+            assert cli.returncode == 0, out.decode()
+            [(kind, data)] = await stream.until(1)  # the store's follower saw the foreign commit
+        assert (kind, data["id"], data["answer"]["values"]) == ("closed", ids[1], {"ok": "no"})
