@@ -181,6 +181,8 @@ async def test_shutdown_ends_every_stream(tmp_path: Path) -> None:
     (b'{"ids": ["a"], "wait": 0}', 422, "wait"),
     (b'{"ids": ["a"], "wait": 99999}', 422, "wait"),
     (b'{"ids": ["a"], "wait": "soon"}', 422, "wait"),
+    (b'{"ids": ["a"], "wait": NaN}', 422, "wait"),
+    (b'{"ids": ["a"], "wait": Infinity}', 422, "wait"),
     (b'{"ids": ["' + b"x" * 65 + b'"]}', 422, "ids"),
     (b'{"ids": [' + b",".join(b'"%d"' % i for i in range(watch.MAX_IDS + 1)) + b"]}", 422, "ids"),
     (b"[" * 100_000, 422, "not valid JSON"),
