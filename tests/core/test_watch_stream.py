@@ -277,3 +277,16 @@ async def test_an_answer_by_another_process_on_the_sqlite_file_reaches_the_strea
             assert cli.returncode == 0, out.decode()
             [(kind, data)] = await stream.until(1)  # the store's follower saw the foreign commit
         assert (kind, data["id"], data["answer"]["values"]) == ("closed", ids[1], {"ok": "no"})
+
+
+async def test_a_stream_takes_as_many_ids_as_the_limit(tmp_path: Path) -> None:
+    ids = [f"r_{n:019d}" for n in range(watch.MAX_IDS)]  # the bridge's id length: all in the default body limit
+    async with running_bridge(tmp_path) as daemon:
+        rid = await create(daemon)
+        async with watching(daemon.base_url, [rid, *ids[1:]]) as stream:
+            await wait_for(lambda: len(stream.events) >= watch.MAX_IDS - 1, 60)  # each unknown one: missing
+            assert daemon.service.changes.watched_count() == 1
+            await answer(daemon, rid)
+            events = await stream.until(watch.MAX_IDS + 1)
+        assert {kind for kind, _ in events[:-2]} == {"missing"}
+        assert events[-2][0] == "closed" and events[-1] == ("end", {"open": [], "reason": "done"})
