@@ -7,8 +7,12 @@ connection each) and nothing happens for a while:
   - RSS per waiter ((RSS with N parked polls - RSS before them) / N)
   - wake-up: SAMPLES of the parked requests are answered one after another; the time from the
     answer POST to that long poll's response arriving, p50 / p99
+The same N requests waited on through watch streams instead (`POST /v1/requests:watch`, many
+waits on one connection: STREAMS streams of N / STREAMS ids each, a fresh daemon): idle CPU,
+RSS per waiting request, and wake-up from the answer POST to that request's `closed` event.
 Then two daemons on one fresh PostgreSQL database (replicas A and B): long polls parked on B,
-answers POSTed on A, time from each answer POST to the poll on B returning, p50 / p99.
+answers POSTed on A, time from each answer POST to the poll on B returning, p50 / p99; and
+the same through one watch stream on B.
 
 Usage: .venv/bin/python bench/scale_waiting.py [--quick]   (--quick: 1,000 waiters, shorter idle)
 PostgreSQL: HITL_BENCH_POSTGRES_URL (default postgresql://postgres@127.0.0.1:5432/postgres) is
@@ -20,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import resource
 import secrets
@@ -41,6 +46,8 @@ from scale_lib import Figure, table
 
 AREA = "waiting"
 WAIT_S = 110  # each long poll's wait (the API allows up to 120 s)
+STREAMS = 10  # watch streams the N waiting requests are spread over
+STREAM_WAIT_S = 600
 PG_ADMIN = os.environ.get("HITL_BENCH_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -133,7 +140,53 @@ class Polls:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-async def wake_ups(answer_base: str, polls: Polls, ids: list[str]) -> list[float]:
+class Streams:
+    """Watch streams over `ids` (one connection each); `returned[id]` is when its `closed` event arrived."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.returned: dict[str, float] = {}
+        self.done: dict[str, asyncio.Event] = {}
+        self.tasks: list[asyncio.Task[None]] = []
+        self.opened = 0
+        self._http = httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(60, read=None),
+                                       limits=httpx.Limits(max_connections=STREAMS * 4))
+
+    async def open(self, ids: list[str], streams: int) -> None:
+        size = -(-len(ids) // streams)
+        for rid in ids:
+            self.done[rid] = asyncio.Event()
+        begun = [asyncio.Event() for _ in range(0, len(ids), size)]
+        for n, start in enumerate(range(0, len(ids), size)):
+            self.tasks.append(asyncio.ensure_future(self._read(ids[start:start + size], begun[n])))
+        for event in begun:
+            await asyncio.wait_for(event.wait(), 120)
+
+    async def _read(self, ids: list[str], begun: asyncio.Event) -> None:
+        with contextlib.suppress(Exception):
+            async with self._http.stream("POST", "/v1/requests:watch",
+                                         json={"ids": ids, "wait": STREAM_WAIT_S}) as response:
+                response.raise_for_status()
+                self.opened += 1
+                begun.set()
+                kind = ""
+                async for line in response.aiter_lines():
+                    if line.startswith("event:"):
+                        kind = line[6:].strip()
+                    elif line.startswith("data:") and kind == "closed":
+                        rid = json.loads(line[5:])["id"]
+                        self.returned[rid] = time.perf_counter()
+                        self.done[rid].set()
+        begun.set()
+
+    async def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await self._http.aclose()
+
+
+async def wake_ups(answer_base: str, polls: Polls | Streams, ids: list[str]) -> list[float]:
     """Answer each of `ids` in turn; ms from the answer POST to its poll's response."""
     samples: list[float] = []
     async with httpx.AsyncClient(base_url=answer_base, timeout=30) as http:
@@ -179,7 +232,9 @@ async def sqlite_waiting(waiters: int, idle_s: float, samples: int) -> list[Figu
                 await asyncio.sleep(idle_s)
                 idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
                 early = sum(1 for rid in ids if rid in polls.returned)
+                cpu1 = d.cpu_s()
                 wake = await wake_ups(d.base, polls, ids[:samples])
+                cpu_wake = (d.cpu_s() - cpu1) / len(wake) * 1000
             finally:
                 await polls.close()
     per_waiter = (rss_parked - rss_before) / waiters
@@ -193,7 +248,49 @@ async def sqlite_waiting(waiters: int, idle_s: float, samples: int) -> list[Figu
                "ms (≤ 10)", pct(wake, 0.5) <= 10),
         Figure(AREA, f"wake-up answer → long poll, p99 ({len(wake)} of {n})", f"{pct(wake, 0.99):.1f} ms",
                "ms", None),
+        Figure(AREA, "daemon CPU per answer + its long poll's wake-up", f"{cpu_wake:.2f} ms", "ms", None),
         *([Figure(AREA, "long polls that returned before any answer", str(early), "0", early == 0)] if early else []),
+    ]
+
+
+async def sqlite_streams(waiting: int, idle_s: float, samples: int) -> list[Figure]:
+    """The same waits as `sqlite_waiting`, over STREAMS watch streams on a fresh daemon."""
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        async with daemon(f"sqlite:///{tmp}/bridge.db", tmp, "daemon") as d:
+            ids = await create(d.base, waiting)
+            await settle(d, 10)
+            rss_before = d.rss_kib()
+            streams = Streams(d.base)
+            try:
+                await streams.open(ids, STREAMS)
+                await settle(d, 20)
+                await asyncio.sleep(2)
+                rss_parked = d.rss_kib()
+                cpu0, t0 = d.cpu_s(), time.monotonic()
+                await asyncio.sleep(idle_s)
+                idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
+                early = len(streams.returned)
+                cpu1 = d.cpu_s()
+                wake = await wake_ups(d.base, streams, ids[::max(1, waiting // samples)][:samples])  # every stream
+                cpu_wake = (d.cpu_s() - cpu1) / len(wake) * 1000
+            finally:
+                await streams.close()
+    per_wait = (rss_parked - rss_before) / waiting
+    n = f"{waiting:,}"
+    how = f"{n} waits over {streams.opened} streams of {waiting // STREAMS:,}"
+    return [
+        Figure(AREA, f"idle CPU, {how} (SQLite, {idle_s:.0f} s)", f"{idle:.2f} % of a core", "≈ 0 (≤ 1 %)",
+               idle <= 1),
+        Figure(AREA, f"RSS per waiting request, {how}", f"{per_wait:.2f} KiB ({rss_before // 1024} → "
+               f"{rss_parked // 1024} MiB)", "≤ 4 KiB", per_wait <= 4),
+        Figure(AREA, f"wake-up answer → closed event, p50 ({len(wake)} of {n})", f"{pct(wake, 0.5):.1f} ms",
+               "ms", None),
+        Figure(AREA, f"wake-up answer → closed event, p99 ({len(wake)} of {n})", f"{pct(wake, 0.99):.1f} ms",
+               "≤ 20 ms", pct(wake, 0.99) <= 20),
+        Figure(AREA, "daemon CPU per answer + its closed event", f"{cpu_wake:.2f} ms", "ms", None),
+        *([Figure(AREA, "streamed requests reported before any answer", str(early), "0", early == 0)]
+          if early else []),
     ]
 
 
@@ -231,9 +328,20 @@ async def cross_replica(samples: int) -> list[Figure]:
                     wake = await wake_ups(a.base, polls, ids)
                 finally:
                     await polls.close()
+                ids = await create(a.base, samples)
+                streams = Streams(b.base)
+                try:
+                    await streams.open(ids, 1)  # every id registered on B once the response began
+                    streamed = await wake_ups(a.base, streams, ids)
+                finally:
+                    await streams.close()
     except (OSError, asyncpg.PostgresError) as exc:
         return [Figure(AREA, "cross-replica wake-up (PostgreSQL)", f"not measured: {exc}", "p50 ≤ 50 ms", None)]
     return [
+        Figure(AREA, f"cross-replica wake-up A → stream on B, p50 ({len(streamed)}, PostgreSQL)",
+               f"{pct(streamed, 0.5):.1f} ms", "≤ 50 ms (as a long poll)", pct(streamed, 0.5) <= 50),
+        Figure(AREA, f"cross-replica wake-up A → stream on B, p99 ({len(streamed)}, PostgreSQL)",
+               f"{pct(streamed, 0.99):.1f} ms", "ms", None),
         Figure(AREA, f"cross-replica wake-up A → B, p50 ({len(wake)}, PostgreSQL)", f"{pct(wake, 0.5):.1f} ms",
                "≤ 50 ms", pct(wake, 0.5) <= 50),
         Figure(AREA, f"cross-replica wake-up A → B, p99 ({len(wake)}, PostgreSQL)", f"{pct(wake, 0.99):.1f} ms",
@@ -245,6 +353,7 @@ async def measure(quick: bool) -> list[Figure]:
     raise_fd_limit()
     waiters = 1_000 if quick else 10_000
     figures = await sqlite_waiting(waiters, idle_s=5 if quick else 10, samples=100 if quick else 200)
+    figures += await sqlite_streams(waiters, idle_s=5 if quick else 30, samples=100 if quick else 200)
     figures += await cross_replica(50 if quick else 200)
     return figures
 

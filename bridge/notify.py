@@ -4,7 +4,9 @@
 makes (with the request as stored); changes committed by another process reach it through
 the store's follower (`Store.follow`: SQLite's data-version watch, PostgreSQL's
 LISTEN/NOTIFY), which pokes the waiters of the requests that changed. A waiter is one
-future in a dict: it costs no CPU until its request changes.
+future in a dict: it costs no CPU until its request changes. A watch stream (many requests
+on one connection, `bridge.http.watch`) is cheaper still: one `Watcher` registered under each
+id it waits on, told of every change to them until it unregisters.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import secrets
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Protocol
 
 from bridge.models import Request
 
@@ -25,6 +28,17 @@ CLOSED_KEPT = 10_000  # closed requests remembered for posting's check
 Waiter = asyncio.Future[Request | None]
 
 
+class Watcher(Protocol):
+    """Told of each change to the requests it watches (`ChangeFeed.watch`), synchronously:
+    it notes the change and returns (its own task reads and reports it)."""
+
+    def changed(self, request_id: str, request: Request | None) -> None:
+        """`request` as stored after a change here; None after a change elsewhere (read it again)."""
+
+    def released(self) -> None:
+        """The daemon is shutting down: stop waiting."""
+
+
 class ChangeFeed:
     """Wakes waiters when a request changes; subscribers get every change. Also the sink a
     store's follower reports changes made by other processes to (`bridge.store.base.ChangeSink`)."""
@@ -32,6 +46,8 @@ class ChangeFeed:
     def __init__(self) -> None:
         self._waiters: dict[str, set[Waiter]] = defaultdict(set)
         self._subscribers: set[asyncio.Queue[Request]] = set()
+        #: watch streams by the request ids they wait on: kept until unwatched (not woken once)
+        self._watches: dict[str, set[Watcher]] = {}
         self._released = False
         self._someone_waits: asyncio.Event | None = None
         #: grows with every change seen (here or elsewhere): a live view compares it with the
@@ -60,6 +76,8 @@ class ChangeFeed:
         for fut in self._waiters.pop(request.id, ()):
             if not fut.done():
                 fut.set_result(request)
+        for watcher in self._watches.get(request.id, ()):
+            watcher.changed(request.id, request)
         for queue in list(self._subscribers):
             if queue.qsize() < 1000:  # a stuck subscriber must not grow without bound
                 queue.put_nowait(request)
@@ -128,6 +146,30 @@ class ChangeFeed:
                 if not fut.done():
                     fut.set_result(None)
         self._waiters.clear()
+        for stream in {w for watchers in self._watches.values() for w in watchers}:
+            stream.released()
+
+    def watch(self, request_id: str, watcher: Watcher) -> None:
+        """Tell `watcher` of every change to `request_id` until `unwatch`. Register it BEFORE
+        reading the request (as a `waiter`). Nothing is told once the daemon is shutting down."""
+        self._watches.setdefault(request_id, set()).add(watcher)
+        if self._someone_waits is not None:
+            self._someone_waits.set()
+
+    def unwatch(self, request_id: str, watcher: Watcher) -> None:
+        watchers = self._watches.get(request_id)
+        if watchers is not None:
+            watchers.discard(watcher)
+            if not watchers:
+                del self._watches[request_id]
+
+    def stream_count(self) -> int:
+        """Watch streams registered now."""
+        return len({w for watchers in self._watches.values() for w in watchers})
+
+    def watched_count(self) -> int:
+        """Request ids watch streams wait on (an id two streams watch counts twice)."""
+        return sum(len(w) for w in self._watches.values())
 
     def discard(self, request_id: str, fut: Waiter) -> None:
         waiters = self._waiters.get(request_id)
@@ -145,13 +187,15 @@ class ChangeFeed:
 
     # the sink of changes made by other processes ---------------------------------------------
     def waited_ids(self) -> list[str]:
-        """The ids somebody waits on now."""
-        return list(self._waiters)
+        """The ids somebody waits on now (a long poll or a watch stream)."""
+        if not self._watches:
+            return list(self._waiters)
+        return list(self._waiters.keys() | self._watches.keys())
 
     async def until_waited(self) -> None:
         """Return once somebody waits (at once when somebody does): a follower that only
         serves waiters sleeps here, at no cost, while nobody waits."""
-        while not self._waiters and not self._watchers:
+        while not self._waiters and not self._watchers and not self._watches:
             if self._someone_waits is None:
                 self._someone_waits = asyncio.Event()
             self._someone_waits.clear()
@@ -164,6 +208,8 @@ class ChangeFeed:
             for fut in self._waiters.pop(request_id, ()):
                 if not fut.done():
                     fut.set_result(None)
+            for watcher in self._watches.get(request_id, ()):
+                watcher.changed(request_id, None)
 
     def timer_elsewhere(self, request_id: str, at: datetime | None) -> None:
         """Another process set the request's next timer instant (None: none, or closed)."""

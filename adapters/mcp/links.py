@@ -3,7 +3,8 @@
 (mounted in the daemon) run the same code.
 
 - `RemoteLink`: one client for the daemon at `--url` / `HITL_BRIDGE_URL` with `--token` /
-  `HITL_BRIDGE_TOKEN`; its long polls ride out a daemon restart.
+  `HITL_BRIDGE_TOKEN`; the calls waiting for answers share one watch stream
+  (`adapters.mcp.watching`), which rides out a daemon restart.
 - `MountedLink`: a client per call that sends the `/mcp` caller's own bearer token to the
   daemon's own app in-process (`httpx.ASGITransport`: no socket, same checks), so a request
   is `created_by` that token and `forbid_self_approval` applies to it. A call holding for
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 import httpx
 from hitl_bridge_client import AsyncClient
 
+from adapters.mcp.watching import SharedWatch
 from bridge.http.hosts import hostname_of_header
 from bridge.ports import RequestSink
 
@@ -45,6 +47,7 @@ class RemoteLink:
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
         self.draining = False
+        self.watch = SharedWatch(client)
 
     def client(self, headers: Mapping[str, str] | None) -> AsyncClient:
         return self._client
@@ -53,9 +56,12 @@ class RemoteLink:
         return self._client.base_url
 
     async def wait(self, client: AsyncClient, request_id: str, seconds: float) -> dict[str, Any]:
-        return await client.get(request_id, wait=seconds)  # a long poll
+        """On the shared watch stream; the request as it is when `seconds` pass first."""
+        view = await self.watch.wait(request_id, seconds)
+        return view if view is not None else await client.get(request_id)
 
     async def aclose(self) -> None:
+        await self.watch.aclose()
         await self._client.aclose()
 
 

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from bridge.config import Settings
-from bridge.http import api, audit_routes, grants_api, long_poll, people_api
+from bridge.http import api, audit_routes, grants_api, long_poll, people_api, watch
 from bridge.http.body_limit import BodyLimit, too_large
 from bridge.http.docs import install_docs
 from bridge.http.guard import RequestGuard
@@ -82,6 +82,7 @@ def create_app(
     app.include_router(audit_routes.router)
     app.include_router(audit_routes.keys_router)
     app.include_router(grants_api.router)
+    app.include_router(watch.router)
     long_poll.install(app.router.routes)
     app.router.routes[0:0] = [r for r in extra_routes if isinstance(r, FirstRoute)]
     app.router.routes.extend(r for r in extra_routes if not isinstance(r, FirstRoute))

@@ -102,6 +102,15 @@ def may_manage(settings: Settings, header: str | None, request: BridgeRequest) -
     return token.act_for_others or request.created_by == f"api:{caller}"
 
 
+def may_manage_any(settings: Settings, header: str | None) -> bool:
+    """Does `may_manage` say yes to this caller whatever the request (an open bridge, a
+    token with `act_for_others`)? Then a check of many requests need not read each."""
+    if not settings.http.api_tokens:
+        return True
+    caller = token_name(settings, header)
+    return caller is not None and settings.http.api_tokens[caller].act_for_others
+
+
 def not_yours(request: BridgeRequest, what: str) -> str:
     """Why `may_manage` said no, for the 403 (names the creator, never a token)."""
     creator = request.created_by or "an engine"
@@ -121,5 +130,5 @@ async def operator_allowed(settings: Settings, store: Store, authorization: str 
     return await session_row(store, session_cookie) is not None
 
 
-__all__ = ["SESSION_COOKIE", "api_responder", "caller_name", "may_manage", "not_yours", "operator_allowed",
-           "require_api_token", "token_name", "token_ok"]
+__all__ = ["SESSION_COOKIE", "api_responder", "caller_name", "may_manage", "may_manage_any", "not_yours",
+           "operator_allowed", "require_api_token", "token_name", "token_ok"]

@@ -30,6 +30,12 @@ class Metrics:
         self.source_problems = Gauge("hitl_source_problems",
                                      "Engine requests a source cannot show right now (GET /v1/sources says why)",
                                      ["source"], registry=self.registry)
+        self.long_polls = Gauge("hitl_waiting_long_polls", "Long polls parked on a request now",
+                                registry=self.registry)
+        self.watch_streams = Gauge("hitl_watch_streams", "Watch streams open now (POST /v1/requests:watch)",
+                                   registry=self.registry)
+        self.watched = Gauge("hitl_watched_requests", "Requests the watch streams wait on now",
+                             registry=self.registry)
         self.extra: list[Any] = []  # callables (registry) -> None for adapter metrics
         for channel in service.channels:  # a channel may count its own work (a Prometheus collector)
             collector = getattr(channel, "collector", None)
@@ -57,6 +63,9 @@ class Metrics:
             self.outbox_failing.labels(source=source).set(n)
         for name, engine_source in self.service.sources.items():
             self.source_problems.labels(source=name).set(len(source_problems(engine_source)))
+        self.long_polls.set(self.service.changes.waiting_count())
+        self.watch_streams.set(self.service.changes.stream_count())
+        self.watched.set(self.service.changes.watched_count())
         ready, checks = await self.service.health.ready()
         self.ready.set(1 if ready else 0)
         self.health.clear()

@@ -1,6 +1,7 @@
 /** The client of the daemon's HTTP API: ask and wait, approvals around a function, and the rest of the API. */
 import { type Answer, type Question, type RequestFields, type RequestView } from "./answers.js";
 import { type ClientOptions, Endpoint } from "./transport.js";
+import { type Outcome } from "./watching.js";
 export interface AskOptions extends RequestFields {
     /** give up waiting after this long with StillOpen (the request stays open; `timeout_s` is the daemon's deadline) */
     maxWaitMs?: number;
@@ -46,6 +47,16 @@ export declare class Client {
     wait(requestId: string, { maxWaitMs }?: {
         maxWaitMs?: number | undefined;
     }): Promise<Answer>;
+    /**
+     * Wait on many requests over one connection (a watch stream): yields each one's outcome as it
+     * closes, in the order they close: its `Answer`, or (yielded, not thrown, so the others keep
+     * coming) `NoAnswer` when it closed without one, `Missing` for an id that is no request the token
+     * may wait on, `StillOpen` for each still open when `maxWaitMs` passes. A dropped stream (a daemon
+     * restart) is opened again with the ids still open; nothing is lost. At most 10,000 ids.
+     */
+    waitMany(ids: Iterable<string>, { maxWaitMs }?: {
+        maxWaitMs?: number | undefined;
+    }): AsyncGenerator<Outcome>;
     /** The request as the API shows it (with posts and outbox); `waitS` long-polls. */
     get(requestId: string, { waitS }?: {
         waitS?: number;

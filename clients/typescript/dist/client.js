@@ -1,7 +1,8 @@
 /** The client of the daemon's HTTP API: ask and wait, approvals around a function, and the rest of the API. */
 import { approved, asked, confirm, outcome, requestBody, shown, } from "./answers.js";
 import { BridgeError, StillOpen } from "./errors.js";
-import { Endpoint } from "./transport.js";
+import { Endpoint, Lost, sleep } from "./transport.js";
+import { streamEvents, WATCH_PATH, Waits } from "./watching.js";
 const WAIT_S = 60; // one long poll (the API allows up to 120 s)
 const CALL_TIMEOUT_MS = 30_000;
 /** `reply[key]`, or a BridgeError saying what the reply lacked (a proxy's page, another API). */
@@ -60,6 +61,46 @@ export class Client {
                 return found;
             if (deadline !== undefined && Date.now() >= deadline)
                 throw new StillOpen(view.id, view.state);
+        }
+    }
+    /**
+     * Wait on many requests over one connection (a watch stream): yields each one's outcome as it
+     * closes, in the order they close: its `Answer`, or (yielded, not thrown, so the others keep
+     * coming) `NoAnswer` when it closed without one, `Missing` for an id that is no request the token
+     * may wait on, `StillOpen` for each still open when `maxWaitMs` passes. A dropped stream (a daemon
+     * restart) is opened again with the ids still open; nothing is lost. At most 10,000 ids.
+     */
+    async *waitMany(ids, { maxWaitMs } = {}) {
+        const waits = new Waits(ids, maxWaitMs);
+        let lostSince;
+        let attempt = 0;
+        while (waits.open.size) {
+            const body = waits.body();
+            if (!body) {
+                yield* waits.ranOut();
+                return;
+            }
+            const call = { method: "POST", path: WATCH_PATH, body };
+            const abort = new AbortController();
+            try {
+                const response = await this.endpoint.open(call, abort);
+                lostSince = undefined;
+                attempt = 0;
+                for await (const [kind, data] of streamEvents(response, abort)) {
+                    yield* waits.event(kind, data);
+                }
+                if (!waits.ended && waits.open.size)
+                    throw new Lost("the watch stream was cut");
+            }
+            catch (error) {
+                if (!(error instanceof Lost))
+                    throw error;
+                lostSince ??= Date.now();
+                await sleep(this.endpoint.retryDelay(call, error, lostSince, attempt++));
+            }
+            finally {
+                abort.abort(); // the connection, when the caller stops early too
+            }
         }
     }
     /** The request as the API shows it (with posts and outbox); `waitS` long-polls. */

@@ -23,6 +23,12 @@ export declare class Unauthorized extends BridgeRefused {
 export declare class NotFound extends BridgeRefused {
     name: string;
 }
+/** `waitMany`: `requestId` is no request, or not one the token may wait on (the bridge says the same of both). */
+export declare class Missing extends NotFound {
+    readonly requestId: string;
+    name: string;
+    constructor(requestId: string, detail: string);
+}
 /** 409: the request is closed already (answered by someone else, cancelled...). */
 export declare class Conflict extends BridgeRefused {
     name: string;
@@ -40,7 +46,7 @@ export declare class NoAnswer extends BridgeError {
     name: string;
     constructor(requestId: string, state: string, error: string | null);
 }
-/** `wait({ maxWaitMs })` ran out while the request was still open (it stays open). */
+/** `wait({ maxWaitMs })` (or `waitMany`) ran out while the request was still open (it stays open). */
 export declare class StillOpen extends BridgeError {
     readonly requestId: string;
     readonly state: string;

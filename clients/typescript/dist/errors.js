@@ -26,6 +26,15 @@ export class Unauthorized extends BridgeRefused {
 export class NotFound extends BridgeRefused {
     name = "NotFound";
 }
+/** `waitMany`: `requestId` is no request, or not one the token may wait on (the bridge says the same of both). */
+export class Missing extends NotFound {
+    requestId;
+    name = "Missing";
+    constructor(requestId, detail) {
+        super(404, detail);
+        this.requestId = requestId;
+    }
+}
 /** 409: the request is closed already (answered by someone else, cancelled...). */
 export class Conflict extends BridgeRefused {
     name = "Conflict";
@@ -54,7 +63,7 @@ export class NoAnswer extends BridgeError {
         this.error = error;
     }
 }
-/** `wait({ maxWaitMs })` ran out while the request was still open (it stays open). */
+/** `wait({ maxWaitMs })` (or `waitMany`) ran out while the request was still open (it stays open). */
 export class StillOpen extends BridgeError {
     requestId;
     state;

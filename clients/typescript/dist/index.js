@@ -11,7 +11,7 @@
  */
 export { Answer, approved, choice, confirm, outcome, requestBody, text, } from "./answers.js";
 export { ask, Client, requireApproval, } from "./client.js";
-export { BridgeError, BridgeRefused, BridgeUnavailable, Conflict, InvalidRequest, NoAnswer, NotFound, Rejected, StillOpen, Unauthorized, } from "./errors.js";
+export { BridgeError, BridgeRefused, BridgeUnavailable, Conflict, InvalidRequest, Missing, NoAnswer, NotFound, Rejected, StillOpen, Unauthorized, } from "./errors.js";
 export { BadReceipt, fetchJwks, JWKS_PATH, verifyReceipt, } from "./receipts.js";
 export { signatureHeaders, standardSecret, verifyCallback } from "./signing.js";
 export { DEFAULT_URL, TOKEN_ENV, URL_ENV, VERSION } from "./transport.js";

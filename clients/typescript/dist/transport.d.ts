@@ -26,6 +26,13 @@ export interface Call {
     /** creates a request: when the daemon does not answer, fail fast (nothing waits on it yet) */
     creates?: boolean;
 }
+/** The daemon did not answer: a network failure or a timeout (`cause`), or a proxy in front of a
+ * restarting daemon (502/503/504, `restarting`). Tried again for `unavailableAfterMs`. */
+export declare class Lost extends Error {
+    readonly restarting: boolean;
+    constructor(message: string, restarting?: boolean, options?: ErrorOptions);
+}
+export declare const sleep: (ms: number) => Promise<unknown>;
 export declare class Endpoint {
     #private;
     readonly baseUrl: string;
@@ -34,6 +41,13 @@ export declare class Endpoint {
     constructor(options?: ClientOptions);
     /** Send `call`, riding out a daemon restart for `unavailableAfterMs`; its JSON result. */
     send<T>(call: Call): Promise<T>;
+    /** How long to wait before sending `call` again after `error` (the daemon did not answer);
+     * throws BridgeUnavailable when it must not be sent again, or `unavailableAfterMs` has passed. */
+    retryDelay(call: Call, error: Lost, started: number, attempt: number): number;
+    /** Send `call` once and return its response with the body unread (a stream); a refusal throws
+     * as in `send`, a daemon that does not answer throws `Lost`. `abort` ends it (and its body); it is
+     * aborted when no response has begun within the call's timeout. */
+    open(call: Call, abort: AbortController): Promise<Response>;
     /** Never show the token. */
     toJSON(): object;
 }

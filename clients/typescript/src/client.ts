@@ -4,7 +4,8 @@ import {
   type Answer, approved, asked, confirm, type Question, type RequestFields, type RequestView, outcome, requestBody, shown,
 } from "./answers.js";
 import { BridgeError, StillOpen } from "./errors.js";
-import { type ClientOptions, Endpoint } from "./transport.js";
+import { type Call, type ClientOptions, Endpoint, Lost, sleep } from "./transport.js";
+import { type Outcome, streamEvents, WATCH_PATH, Waits } from "./watching.js";
 
 const WAIT_S = 60; // one long poll (the API allows up to 120 s)
 const CALL_TIMEOUT_MS = 30_000;
@@ -102,6 +103,44 @@ export class Client {
       const found = outcome(view);
       if (found) return found;
       if (deadline !== undefined && Date.now() >= deadline) throw new StillOpen(view.id, view.state);
+    }
+  }
+
+  /**
+   * Wait on many requests over one connection (a watch stream): yields each one's outcome as it
+   * closes, in the order they close: its `Answer`, or (yielded, not thrown, so the others keep
+   * coming) `NoAnswer` when it closed without one, `Missing` for an id that is no request the token
+   * may wait on, `StillOpen` for each still open when `maxWaitMs` passes. A dropped stream (a daemon
+   * restart) is opened again with the ids still open; nothing is lost. At most 10,000 ids.
+   */
+  async *waitMany(ids: Iterable<string>, { maxWaitMs }: { maxWaitMs?: number | undefined } = {}):
+  AsyncGenerator<Outcome> {
+    const waits = new Waits(ids, maxWaitMs);
+    let lostSince: number | undefined;
+    let attempt = 0;
+    while (waits.open.size) {
+      const body = waits.body();
+      if (!body) {
+        yield* waits.ranOut();
+        return;
+      }
+      const call: Call = { method: "POST", path: WATCH_PATH, body };
+      const abort = new AbortController();
+      try {
+        const response = await this.endpoint.open(call, abort);
+        lostSince = undefined;
+        attempt = 0;
+        for await (const [kind, data] of streamEvents(response, abort)) {
+          yield* waits.event(kind, data);
+        }
+        if (!waits.ended && waits.open.size) throw new Lost("the watch stream was cut");
+      } catch (error) {
+        if (!(error instanceof Lost)) throw error;
+        lostSince ??= Date.now();
+        await sleep(this.endpoint.retryDelay(call, error, lostSince, attempt++));
+      } finally {
+        abort.abort(); // the connection, when the caller stops early too
+      }
     }
   }
 

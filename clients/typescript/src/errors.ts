@@ -33,6 +33,14 @@ export class NotFound extends BridgeRefused {
   override name = "NotFound";
 }
 
+/** `waitMany`: `requestId` is no request, or not one the token may wait on (the bridge says the same of both). */
+export class Missing extends NotFound {
+  override name = "Missing";
+  constructor(readonly requestId: string, detail: string) {
+    super(404, detail);
+  }
+}
+
 /** 409: the request is closed already (answered by someone else, cancelled...). */
 export class Conflict extends BridgeRefused {
   override name = "Conflict";
@@ -64,7 +72,7 @@ export class NoAnswer extends BridgeError {
   }
 }
 
-/** `wait({ maxWaitMs })` ran out while the request was still open (it stays open). */
+/** `wait({ maxWaitMs })` (or `waitMany`) ran out while the request was still open (it stays open). */
 export class StillOpen extends BridgeError {
   override name = "StillOpen";
   constructor(

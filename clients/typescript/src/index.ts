@@ -18,11 +18,12 @@ export {
   type AnswerOptions, type ApprovalOptions, ask, type AskOptions, Client, type ListOptions, requireApproval,
 } from "./client.js";
 export {
-  BridgeError, BridgeRefused, BridgeUnavailable, Conflict, InvalidRequest, NoAnswer, NotFound, Rejected, StillOpen,
-  Unauthorized,
+  BridgeError, BridgeRefused, BridgeUnavailable, Conflict, InvalidRequest, Missing, NoAnswer, NotFound, Rejected,
+  StillOpen, Unauthorized,
 } from "./errors.js";
 export {
   BadReceipt, fetchJwks, type Jwk, type Jwks, JWKS_PATH, type ReceiptClaims, verifyReceipt,
 } from "./receipts.js";
 export { type HeadersLike, signatureHeaders, standardSecret, verifyCallback, type VerifyOptions } from "./signing.js";
 export { type ClientOptions, DEFAULT_URL, TOKEN_ENV, URL_ENV, VERSION } from "./transport.js";
+export { type Outcome } from "./watching.js";

@@ -43,7 +43,7 @@ function env(name: string): string | undefined {
 
 /** The daemon did not answer: a network failure or a timeout (`cause`), or a proxy in front of a
  * restarting daemon (502/503/504, `restarting`). Tried again for `unavailableAfterMs`. */
-class Lost extends Error {
+export class Lost extends Error {
   constructor(message: string, readonly restarting = false, options?: ErrorOptions) {
     super(message, options);
   }
@@ -57,7 +57,7 @@ function neverSent(error: Lost): boolean {
   return error.restarting || (code !== undefined && NOT_SENT.has(code));
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class Endpoint {
   readonly baseUrl: string;
@@ -81,34 +81,67 @@ export class Endpoint {
   /** Send `call`, riding out a daemon restart for `unavailableAfterMs`; its JSON result. */
   async send<T>(call: Call): Promise<T> {
     const started = Date.now();
-    const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, this.createUnavailableAfterMs)
-      : this.unavailableAfterMs;
     for (let attempt = 0; ; attempt++) {
       try {
         return (await this.#once(call)) as T;
       } catch (error) {
         if (!(error instanceof Lost)) throw error;
-        const where = `${call.method} ${this.baseUrl}${call.path}`;
-        if (call.resend === false && !neverSent(error)) {
-          throw new BridgeUnavailable(`${where}: the connection broke after sending; it may have been applied: look with get()`,
-            { cause: error });
-        }
-        const elapsed = Date.now() - started;
-        if (elapsed > giveUpMs) {
-          if (call.creates) {
-            throw new BridgeUnavailable(`could not create the request: no hitl-bridge daemon answers at ${this.baseUrl} `
-              + `(${describe(error)}); start one (hitl-bridge serve) or set ${URL_ENV} to where it runs`, { cause: error });
-          }
-          throw new BridgeUnavailable(`${where}: no answer for ${Math.round(this.unavailableAfterMs / 1000)} s: ${describe(error)}`,
-            { cause: error });
-        }
-        if (attempt === 0) { // say so at once, not after minutes of silence
-          console.warn(`hitl-bridge-client: no hitl-bridge daemon answers at ${this.baseUrl} yet (${describe(error)}); `
-            + `trying again for ${Math.round(giveUpMs / 1000)} s (is it running? ${URL_ENV} says where it is)`);
-        }
-        await sleep(Math.min(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!, Math.max(50, giveUpMs - elapsed + 50)));
+        await sleep(this.retryDelay(call, error, started, attempt));
       }
     }
+  }
+
+  /** How long to wait before sending `call` again after `error` (the daemon did not answer);
+   * throws BridgeUnavailable when it must not be sent again, or `unavailableAfterMs` has passed. */
+  retryDelay(call: Call, error: Lost, started: number, attempt: number): number {
+    const giveUpMs = call.creates ? Math.min(this.unavailableAfterMs, this.createUnavailableAfterMs)
+      : this.unavailableAfterMs;
+    const where = `${call.method} ${this.baseUrl}${call.path}`;
+    if (call.resend === false && !neverSent(error)) {
+      throw new BridgeUnavailable(`${where}: the connection broke after sending; it may have been applied: look with get()`,
+        { cause: error });
+    }
+    const elapsed = Date.now() - started;
+    if (elapsed > giveUpMs) {
+      if (call.creates) {
+        throw new BridgeUnavailable(`could not create the request: no hitl-bridge daemon answers at ${this.baseUrl} `
+          + `(${describe(error)}); start one (hitl-bridge serve) or set ${URL_ENV} to where it runs`, { cause: error });
+      }
+      throw new BridgeUnavailable(`${where}: no answer for ${Math.round(this.unavailableAfterMs / 1000)} s: ${describe(error)}`,
+        { cause: error });
+    }
+    if (attempt === 0) { // say so at once, not after minutes of silence
+      console.warn(`hitl-bridge-client: no hitl-bridge daemon answers at ${this.baseUrl} yet (${describe(error)}); `
+        + `trying again for ${Math.round(giveUpMs / 1000)} s (is it running? ${URL_ENV} says where it is)`);
+    }
+    return Math.min(RETRY_MS[Math.min(attempt, RETRY_MS.length - 1)]!, Math.max(50, giveUpMs - elapsed + 50));
+  }
+
+  /** Send `call` once and return its response with the body unread (a stream); a refusal throws
+   * as in `send`, a daemon that does not answer throws `Lost`. `abort` ends it (and its body); it is
+   * aborted when no response has begun within the call's timeout. */
+  async open(call: Call, abort: AbortController): Promise<Response> {
+    let response: Response;
+    const late = setTimeout(() => abort.abort(), call.timeoutMs ?? CALL_TIMEOUT_MS);
+    try {
+      response = await this.#fetch(new URL(this.baseUrl + call.path), {
+        method: call.method, headers: this.#headers, body: JSON.stringify(call.body), signal: abort.signal,
+      });
+    } catch (error) {
+      throw new Lost(String(error), false, { cause: error });
+    } finally {
+      clearTimeout(late);
+    }
+    if (response.status === 200) return response;
+    const text = await response.text().catch(() => "");
+    if ([502, 503, 504].includes(response.status)) throw new Lost(`HTTP ${response.status}`, true);
+    let detail = text.slice(0, 500);
+    try {
+      const parsed = (JSON.parse(text) as { detail?: unknown })?.detail;
+      if (parsed !== undefined) detail = typeof parsed === "string" ? parsed : JSON.stringify(parsed);
+    } catch { /* not JSON: the text itself */ }
+    if (response.status >= 400) throw refusal(response.status, detail);
+    throw new BridgeError(`the bridge answered HTTP ${response.status} to ${call.path}: ${detail.slice(0, 200)}`);
   }
 
   async #once(call: Call): Promise<unknown> {

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -12,7 +13,10 @@ import httpx
 from hitl_bridge_client import calls
 from hitl_bridge_client.answers import Answer, Questions, Views, approval_body, approved, asked
 from hitl_bridge_client.calls import Flow
-from hitl_bridge_client.transport import CREATE_GIVE_UP_S, Endpoint, Retry, result
+from hitl_bridge_client.transport import CREATE_GIVE_UP_S, Endpoint, Restarting, Retry, result
+from hitl_bridge_client.watching import PATH, READ_TIMEOUT_S, STREAM_WAIT_S, Events, Outcome, Waits
+
+EventStream = AsyncIterator[tuple[str, Any]]
 
 T = TypeVar("T")
 AsyncFn = Callable[..., Awaitable[Any]]
@@ -49,6 +53,41 @@ class AsyncClient:
 
     async def wait(self, request_id: str, max_wait: float | None = None) -> Answer:
         return await self._run(calls.wait(request_id, max_wait))
+
+    async def wait_many(self, ids: Iterable[str], max_wait: float | None = None) -> AsyncIterator[Outcome]:
+        """`Client.wait_many`, as an async iterator."""
+        waits = Waits(ids, max_wait)
+        retry: Retry | None = None
+        while waits.open:
+            body = waits.body()
+            if body is None:
+                for ran_out in waits.ran_out():
+                    yield ran_out
+                return
+            try:
+                async with self.watch(body["ids"], wait=body["wait"]) as events:
+                    retry = None
+                    async for kind, data in events:
+                        for item in waits.event(kind, data):
+                            yield item
+                if not waits.ended and waits.open:
+                    raise Restarting("the watch stream was cut")
+            except httpx.TransportError as exc:  # the daemon restarting: open the stream again
+                retry = retry or Retry(self.endpoint, calls.Call("POST", PATH))
+                await asyncio.sleep(retry.delay(exc))
+
+    @contextlib.asynccontextmanager
+    async def watch(self, ids: Iterable[str], *, wait: float = STREAM_WAIT_S) -> AsyncIterator[EventStream]:
+        """One watch stream (`POST /v1/requests:watch`), entered once every id is registered
+        with the daemon: its events as (kind, data), keep-alives skipped. It is not reopened
+        when it drops (an httpx.TransportError): `wait_many` does that."""
+        async with self._client().stream(
+                "POST", self.base_url + PATH, json={"ids": list(ids), "wait": wait}, headers=self.endpoint.headers,
+                timeout=httpx.Timeout(calls.CALL_TIMEOUT_S, read=READ_TIMEOUT_S)) as response:
+            if response.status_code != 200:
+                await response.aread()
+                result(response)  # raises: a refusal, or Restarting (a proxy's 502-504)
+            yield stream_events(response)
 
     async def get(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
         return await self._run(calls.get(request_id, wait))
@@ -123,3 +162,12 @@ class AsyncClient:
                     headers=self.endpoint.headers, timeout=call.timeout))
             except httpx.TransportError as exc:  # the daemon restarting: wait, then again
                 await asyncio.sleep(retry.delay(exc))
+
+
+async def stream_events(response: httpx.Response) -> EventStream:
+    """The events of a watch stream's response, as (kind, data)."""
+    events = Events()
+    async for line in response.aiter_lines():
+        found = events.line(line)
+        if found is not None:
+            yield found

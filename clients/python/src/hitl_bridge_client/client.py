@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -12,7 +12,8 @@ import httpx
 from hitl_bridge_client import calls
 from hitl_bridge_client.answers import Answer, Questions, Views, approval_body, approved, asked
 from hitl_bridge_client.calls import Flow
-from hitl_bridge_client.transport import CREATE_GIVE_UP_S, Endpoint, Retry, result
+from hitl_bridge_client.transport import CREATE_GIVE_UP_S, Endpoint, Restarting, Retry, result
+from hitl_bridge_client.watching import PATH, READ_TIMEOUT_S, Events, Outcome, Waits
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,6 +60,36 @@ class Client:
     def wait(self, request_id: str, max_wait: float | None = None) -> Answer:
         """Long-poll until the request closes (NoAnswer when it closed without an answer)."""
         return self._run(calls.wait(request_id, max_wait))
+
+    def wait_many(self, ids: Iterable[str], max_wait: float | None = None) -> Iterator[Outcome]:
+        """Wait on many requests over one connection (a watch stream): yields each one's
+        outcome as it closes, in the order they close: its `Answer`, or (yielded, not raised,
+        so the others keep coming) `NoAnswer` when it closed without one, `Missing` for an id
+        that is no request the token may wait on, `StillOpen` for each still open when
+        `max_wait` seconds pass. A dropped stream (a daemon restart) is opened again with
+        the ids still open; nothing is lost. At most 10,000 ids."""
+        waits = Waits(ids, max_wait)
+        retry: Retry | None = None
+        while waits.open:
+            body = waits.body()
+            if body is None:
+                yield from waits.ran_out()
+                return
+            try:
+                with self._client().stream(
+                        "POST", self.base_url + PATH, json=body, headers=self.endpoint.headers,
+                        timeout=httpx.Timeout(calls.CALL_TIMEOUT_S, read=READ_TIMEOUT_S)) as response:
+                    if response.status_code != 200:
+                        response.read()
+                        result(response)  # raises: a refusal, or Restarting (a proxy's 502-504)
+                    retry, events = None, Events()
+                    for line in response.iter_lines():
+                        yield from waits.line(events, line)
+                    if not waits.ended and waits.open:
+                        raise Restarting("the watch stream was cut")
+            except httpx.TransportError as exc:  # the daemon restarting: open the stream again
+                retry = retry or Retry(self.endpoint, calls.Call("POST", PATH))
+                time.sleep(retry.delay(exc))
 
     def get(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
         """The request as the API shows it (with posts and outbox); `wait` long-polls."""

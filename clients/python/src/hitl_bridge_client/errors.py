@@ -44,6 +44,15 @@ class NotFound(BridgeRefused):
     """404: no such request."""
 
 
+class Missing(NotFound):
+    """`wait_many`: `request_id` is no request, or not one the token may wait on (the bridge
+    says the same of both)."""
+
+    def __init__(self, request_id: str, detail: str) -> None:
+        super().__init__(404, detail)
+        self.request_id = request_id
+
+
 class Conflict(BridgeRefused):
     """409: the request is closed already (answered by someone else, cancelled...)."""
 
@@ -73,7 +82,7 @@ class NoAnswer(BridgeError):
 
 
 class StillOpen(BridgeError):
-    """`wait(..., timeout=)` ran out while the request was still open (it stays open)."""
+    """`wait(..., max_wait=)` (or `wait_many`) ran out while the request was still open (it stays open)."""
 
     def __init__(self, request_id: str, state: str) -> None:
         super().__init__(f"request {request_id} is still {state}")
