@@ -112,7 +112,7 @@ def cheap_records() -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    logging._srcfile = None  # type: ignore[attr-defined]  # documented: skips sys._getframe per record
+    logging._srcfile = None  # documented: skips sys._getframe per record
 
 
 def configure_logging(level: str = "INFO", fmt: LogFormat = "text", *, stream: TextIO | None = None,

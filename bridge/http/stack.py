@@ -6,17 +6,22 @@ OpenTelemetry tracer; its metrics are its own, on /metrics) and its request-body
 (unset here: `bridge.http.body_limit.BodyLimit` refuses every body over
 `http.max_body_bytes`, declared or streamed). What stays: the server-error handler (a 500
 that says nothing of the crash), our guard and body limit, the exception handlers (422,
-503 ...) and FastAPI's exit stack that its routes need.
+503 ...) and FastAPI's exit stack that its routes need. FastAPI's OpenTelemetry is off as a
+whole (`NO_TELEMETRY`): else every request looks up three global providers first.
 """
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi._body_limit import AppBodyLimitMiddleware
+from fastapi.telemetry import TelemetryConfig
 from fastapi.telemetry._asgi import ExceptionTelemetryMiddleware
 from starlette.types import ASGIApp
 
 UNUSED = (ExceptionTelemetryMiddleware, AppBodyLimitMiddleware)
+#: FastAPI's own OpenTelemetry, off: no spans, metrics or log export, nothing configured from the environment
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False,
+                                 "auto_configure": False}
 
 
 class BridgeFastAPI(FastAPI):

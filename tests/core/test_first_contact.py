@@ -70,3 +70,4 @@ async def test_the_stack_keeps_every_protection_and_drops_unused_layers(tmp_path
         for kept in ("RequestGuard", "BodyLimit", "ExceptionMiddleware", "AsyncExitStackMiddleware"):
             assert kept in names, names
         assert "ExceptionTelemetryMiddleware" not in names and "AppBodyLimitMiddleware" not in names, names
+        assert not bridge.app._native_telemetry.enabled()  # no global provider looked up per request
