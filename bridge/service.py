@@ -145,8 +145,8 @@ class BridgeService(ManyAndAway, StandingApprovals):
         of it is honoured only as a retry of the same request: same route, same content
         (`bridge.fingerprint`); anything else raises NotTheSameRequest."""
         now = self.clock.now()
-        stored = Request.model_construct(  # `request` is validated: its values are taken as they are
-            **{name: getattr(request, name) for name in RequestIn.model_fields},
+        stored = Request(
+            **request.model_dump(),
             created_by=created_by,
             fingerprint=fingerprint(request),
             id=new_request_id(),

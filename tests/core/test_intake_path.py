@@ -62,8 +62,7 @@ async def test_served_by_the_asgi_route_and_still_documented(tmp_path: Path) -> 
 
 
 async def test_a_submitted_request_is_what_its_stored_copy_reads_back(tmp_path: Path) -> None:
-    """The service builds the stored request from the validated body as it is (no second
-    validation): what it hands back, and publishes, is what the store reads back."""
+    """What the service hands back (and publishes) is what the store reads back."""
     async with running_bridge(tmp_path) as bridge:
         for body in BODIES:
             saved, created = await bridge.service.submit(RequestIn.model_validate(body), source="webhook")
