@@ -4,8 +4,12 @@ Runs `hitl-bridge serve` as its own process(es) on 127.0.0.1 (bench_core.daemon_
 default config with a webhook source, so every request is also posted to the web inbox) and
 sends N creates from 16 keep-alive connections:
 
-  - SQLite, one daemon: requests/s (target ≥ 1,500/s on 2 cores), p99 latency, and the
-    daemon's event-loop CPU per create (its main thread's CPU time / N) and whole-process CPU
+  - SQLite, one daemon (issue 34): creates/s (target ≥ 6,000/s on 2 cores), p99 latency
+    (≤ 20 ms), and the daemon's whole CPU per create, all threads, read from /proc (≤ 0.17 ms:
+    the figure that holds on a busy machine), split into event loop and other threads; the
+    same at the default INFO log level
+  - the kill -9 check (bench/intake_kill.py): SIGKILL under full load, restart on the same
+    file, every create answered 201 looked up (target: 0 lost)
   - PostgreSQL, 1, 2 and 3 replicas: bench/scale_replicas.py (run from here too)
 
 The load generator is one process with raw HTTP/1.1 keep-alive connections on asyncio
@@ -40,7 +44,9 @@ from scale_lib import Figure, table
 
 AREA = "intake"
 CLIENTS = 16
-TARGET_RATE = 1500.0
+TARGET_RATE = 6000.0  # issue 34: ≥ 6,000 creates/s with 16 clients on 2 cores
+TARGET_P99_MS = 20.0
+TARGET_CPU_MS = 0.17  # the daemon's whole CPU per create that 6,000/s on 2 cores allows
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -79,6 +85,7 @@ class Connection(asyncio.Protocol):
         self.prefix = prefix
         self.buffer = b""
         self.sent_at = 0.0
+        self.in_flight: str | None = None  # the external_id of the create sent and not yet answered
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.transport: asyncio.Transport | None = None
 
@@ -93,7 +100,8 @@ class Connection(asyncio.Protocol):
         if n is None:
             self.transport.close()
             return
-        body = json.dumps({**BODY, "external_id": f"{self.prefix}-{n}"}).encode()
+        self.in_flight = f"{self.prefix}-{n}"
+        body = json.dumps({**BODY, "external_id": self.in_flight}).encode()
         self.sent_at = time.perf_counter()
         self.transport.write(f"{self.head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
@@ -110,18 +118,24 @@ class Connection(asyncio.Protocol):
                     length = int(line.split(":", 1)[1])
             if len(self.buffer) < end + 4 + length:
                 return
-            self.buffer = self.buffer[end + 4 + length:]
+            body, self.buffer = self.buffer[end + 4:end + 4 + length], self.buffer[end + 4 + length:]
             status = int(head.split(" ", 2)[1])
             self.statuses[status] = self.statuses.get(status, 0) + 1
             self.latencies.append((time.perf_counter() - self.sent_at) * 1000)
+            self.answered(status, body)
+            self.in_flight = None
             self.send_next()
+
+    def answered(self, status: int, body: bytes) -> None:
+        """A response arrived (a subclass may look at it: bench/intake_kill.py)."""
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.done.done():
             self.done.set_result(None)
 
 
-async def load(ports: list[int], total: int, prefix: str, clients: int = CLIENTS) -> Load:
+async def load(ports: list[int], total: int, prefix: str, clients: int = CLIENTS,
+               kind: type[Connection] = Connection) -> Load:
     """`total` creates over `clients` keep-alive connections, spread round-robin on `ports`."""
     loop = asyncio.get_running_loop()
     requests = iter(range(total))
@@ -131,10 +145,10 @@ async def load(ports: list[int], total: int, prefix: str, clients: int = CLIENTS
     connections = []
     for i in range(clients):
         port = ports[i % len(ports)]
-        _transport, protocol = await loop.create_connection(
-            lambda port=port: Connection(f"127.0.0.1:{port}", requests, latencies, statuses, prefix),  # type: ignore[misc]
+        _transport, connection = await loop.create_connection(
+            lambda port=port: kind(f"127.0.0.1:{port}", requests, latencies, statuses, prefix),  # type: ignore[misc]
             "127.0.0.1", port)
-        connections.append(protocol)
+        connections.append(connection)
     await asyncio.gather(*(c.done for c in connections))
     seconds = time.perf_counter() - start
     return Load(len(latencies), seconds, latencies, statuses, time.process_time() - cpu0)
@@ -203,28 +217,35 @@ async def sqlite_figures(total: int, warmup: int, profile: str | None, log_level
             with profiling(pid, profile):
                 run = await load([port], total, "run")
             loop_cpu, proc_cpu = cpu_seconds(pid, pid) - loop0, cpu_seconds(pid) - proc0
+    p99 = pct(run.latencies_ms, 0.99)
+    whole, main = proc_cpu / run.count * 1000, loop_cpu / run.count * 1000
     return [
         Figure(AREA, f"SQLite intake, {CLIENTS} clients, {run.count:,} creates ({run.failed} failed)",
                f"{run.rate:,.0f}/s", f"≥ {TARGET_RATE:,.0f}/s", run.rate >= TARGET_RATE and run.failed == 0),
-        Figure(AREA, "SQLite intake latency p50 / p99", f"{pct(run.latencies_ms, 0.5):.1f} / "
-               f"{pct(run.latencies_ms, 0.99):.1f} ms", "-"),
-        Figure(AREA, "event-loop CPU per create (daemon's main thread)", f"{loop_cpu / run.count * 1000:.3f} ms",
-               "< 0.74 ms (issue)", loop_cpu / run.count * 1000 < 0.74),
-        Figure(AREA, "daemon CPU per create (all threads)", f"{proc_cpu / run.count * 1000:.3f} ms", "-"),
+        Figure(AREA, "SQLite intake latency p50 / p99", f"{pct(run.latencies_ms, 0.5):.1f} / {p99:.1f} ms",
+               f"p99 ≤ {TARGET_P99_MS:.0f} ms", p99 <= TARGET_P99_MS),
+        Figure(AREA, "daemon CPU per create (whole process, all threads; holds on a busy machine)",
+               f"{whole:.3f} ms", f"≤ {TARGET_CPU_MS:.2f} ms", whole <= TARGET_CPU_MS),
+        Figure(AREA, "… of which the event loop (main thread) / other threads (SQLite writer, reader, WAL)",
+               f"{main:.3f} / {whole - main:.3f} ms", "-"),
         Figure(AREA, "load generator (1 process, raw keep-alive)", f"{run.client_cores:.2f} of a core", "-"),
     ]
 
 
-async def measure(quick: bool, profile: str | None = None, stores: tuple[str, ...] = ("sqlite", "postgres"),
+async def measure(quick: bool, profile: str | None = None, stores: tuple[str, ...] = ("sqlite",),
                   ) -> list[Figure]:
-    """The intake figures; `quick`: fewer requests (a few seconds per run)."""
+    """The intake figures; `quick`: fewer requests (a few seconds per run). By default SQLite
+    only: bench_limits.py runs the replicas (PostgreSQL) as a part of their own."""
     total, warmup = (4000, 500) if quick else (20000, 2000)
     figures = await sqlite_figures(total, warmup, profile) if "sqlite" in stores else []
     if "sqlite" in stores:  # the same at the default log level: two INFO lines per create
         info = await sqlite_figures(total // 2, warmup, None, "INFO")
         figures.append(Figure(AREA, f"SQLite intake with INFO logs (the default), {CLIENTS} clients",
-                              f"{info[0].value}, {info[2].value} event-loop CPU", f"≥ {TARGET_RATE:,.0f}/s",
-                              info[0].met))
+                              f"{info[0].value}, p99 {info[1].value.split(' / ')[1]}, {info[2].value} CPU/create",
+                              f"≥ {TARGET_RATE:,.0f}/s, ≤ {TARGET_CPU_MS:.2f} ms", info[0].met and info[2].met))
+        import intake_kill
+
+        figures += await intake_kill.kill_check(total // 2)
     if "postgres" in stores:  # the replica figures live in scale_replicas.py (issue 34's own part)
         import scale_replicas
 

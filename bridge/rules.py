@@ -56,7 +56,7 @@ def snapshot(request: Request, route: Route, people: People) -> Rules:
         voter = people.voter_of(entry)
         if voter.startswith("person:") and voter[len("person:"):] in people.people:
             persons.add(voter[len("person:"):])
-    return Rules(route=_plain(route.model_dump()),
+    return Rules(route=route_as_json(route),
                  people={name: list(people.people[name]) for name in sorted(persons)},
                  groups=groups, asked_by=[people.voter_of(a) for a in askers])
 
@@ -64,6 +64,23 @@ def snapshot(request: Request, route: Route, people: People) -> Rules:
 def asked_by(request: Request) -> list[str]:
     """Who asked: the person or handle in `requested_by`, and the token that submitted it."""
     return [a for a in (request.requested_by, request.created_by) if a]
+
+
+_DUMPS: dict[int, tuple[Route, dict[str, Any]]] = {}  # id(route) -> (route, its dump)
+_DUMPS_KEPT = 256
+
+
+def route_as_json(route: Route) -> dict[str, Any]:
+    """`route` as JSON can hold it (what `Rules.route` keeps), made once per route object: the
+    config's routes are built once per (re)load, and every request created under one keeps
+    the same rules. The dump is shared by those requests' rules: nobody changes it (it is
+    only read back into a `Route`)."""
+    found = _DUMPS.get(id(route))
+    if found is None or found[0] is not route:  # a new route (a reload), or an id reused
+        if len(_DUMPS) >= _DUMPS_KEPT:
+            _DUMPS.clear()
+        found = _DUMPS[id(route)] = (route, _plain(route.model_dump()))
+    return found[1]
 
 
 def _plain(value: Any) -> Any:

@@ -268,7 +268,7 @@ class BridgeService(ManyAndAway, StandingApprovals):
         if ok:
             events.append(self._event(request.id, "posted", "", targets=ok))
         self.lifecycle.posted(request, [(p.channel, r) for p, r in zip(posts, results, strict=True)])
-        updated = await self.store.record_posts(request.id, posts, events, now=now)
+        updated = await self.store.record_posts(request.id, posts, events, now=now, held=request)
         if updated is not None:
             self.changes.publish(updated)
         elif ok:  # already posted earlier (escalation), or closed meanwhile: bring the new copy up to date

@@ -20,6 +20,7 @@ from bridge.http.body_limit import BodyLimit, too_large
 from bridge.http.docs import install_docs
 from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
+from bridge.http.stack import NO_TELEMETRY, BridgeFastAPI
 from bridge.service import BridgeService
 from bridge.store.base import StoreError
 
@@ -66,11 +67,12 @@ def create_app(
     extra_routes: Sequence[BaseRoute] = (),
     readiness: Callable[[], Awaitable[dict[str, Any]]] | None = None,
 ) -> FastAPI:
-    app = FastAPI(
+    app = BridgeFastAPI(
         title="hitl-bridge",
         version="0.1.0",
         description="Lets paused AI agent runs get answers from people.",
         docs_url=None, redoc_url=None,  # served by install_docs: offline, from a pinned package
+        telemetry=NO_TELEMETRY,
     )
     install_docs(app)
     app.state.bridge = service

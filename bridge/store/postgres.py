@@ -151,7 +151,7 @@ class PostgresStore(PostgresGrants):
             await conn.execute(POST_INSERT, *post_args(post))
 
     async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
-                           now: datetime) -> Request | None:
+                           now: datetime, held: Request | None = None) -> Request | None:
         # Two round trips and no explicit transaction (BEGIN, locking read, UPDATE, COMMIT
         # were four): read the pending request, then one statement stores the copies and
         # events and moves it to posted only if its row is still what was read (else read

@@ -29,6 +29,7 @@ from bridge.store.sqlite_rows import (
     INSERT_REQUEST,
     OUTBOX_COLUMNS,
     insert_event,
+    move_to_posted,
     outbox_item,
     write,
 )
@@ -133,21 +134,23 @@ class SQLiteStore(SQLiteGrants):
         )
 
     async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
-                           now: datetime) -> Request | None:
+                           now: datetime, held: Request | None = None) -> Request | None:
         def txn(conn: sqlite3.Connection) -> Request | None:
             conn.executemany(
                 "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES (?,?,?,?,?,?,?)",
                 [(p.request_id, p.channel, p.target, json.dumps(p.ref), int(p.ok), p.error, ts(p.at))
                  for p in posts],
             )
-            row = conn.execute("SELECT state, body FROM requests WHERE id=?", (request_id,)).fetchone()
+            row = conn.execute("SELECT state, updated_at FROM requests WHERE id=?", (request_id,)).fetchone()
             if row is None or row[0] not in ("pending", "posted"):
                 return None  # closed meanwhile: the copies are kept (to be updated), no `posted` after the close
             for event in events:
                 insert_event(conn, event)
             if not any(p.ok for p in posts) or row[0] != "pending":
                 return None
-            request = load_request(row[1])
+            if held is not None and held.state is RequestState.pending and ts(held.updated_at) == row[1]:
+                return move_to_posted(conn, held, now)  # the row is the caller's copy: no re-read
+            request = load_request(conn.execute("SELECT body FROM requests WHERE id=?", (request_id,)).fetchone()[0])
             request.state = RequestState.posted
             request.updated_at = now
             write(conn, request)

@@ -1,5 +1,9 @@
 """The events' hash chain in SQLite (see `bridge.store.chain`): appended in Python inside the
-writer's transaction (`BEGIN IMMEDIATE`: one writer at a time, so the head read is the head)."""
+writer's transaction (`BEGIN IMMEDIATE`: one writer at a time, so the head read is the head).
+
+The daemon's writing connection (`WriterConnection`) remembers the head it last wrote, so an
+append does not read it again. The engine forgets it whenever it may be wrong: another process
+committed (SQLite's `data_version` changed), or a transaction or savepoint rolled back."""
 
 from __future__ import annotations
 
@@ -13,6 +17,19 @@ from bridge.store.transactions import ChainSpan
 
 #: the chain's columns of an event, in ChainRow's order
 ROW = "id, seq, prev_hash, hash, request_id, at, kind, actor, data"
+
+
+class WriterConnection(sqlite3.Connection):
+    """A connection that remembers the chain head (seq, hash) its own appends left, while the
+    engine vouches that nobody else changed it (`forget_head` otherwise)."""
+
+    chain_head: tuple[int, str] | None = None
+
+
+def forget_head(conn: sqlite3.Connection) -> None:
+    """The head is read again at the next append (another writer, or a rollback, may have moved it)."""
+    if isinstance(conn, WriterConnection):
+        conn.chain_head = None
 
 
 def add_columns(conn: sqlite3.Connection) -> None:
@@ -38,15 +55,19 @@ def start(conn: sqlite3.Connection) -> None:
 def append(conn: sqlite3.Connection, event: Event) -> None:
     """Insert `event` as the chain's next link."""
     values = (event.request_id, ts(event.at) or "", event.kind, event.actor, json.dumps(event.data, default=str))
-    seq, prev = conn.execute("SELECT seq, hash FROM audit_chain WHERE id=1").fetchone()
+    head = conn.chain_head if isinstance(conn, WriterConnection) else None
+    seq, prev = head if head is not None else conn.execute("SELECT seq, hash FROM audit_chain WHERE id=1").fetchone()
     digest = link(prev, *values)
     conn.execute("INSERT INTO events (request_id, at, kind, actor, data, seq, prev_hash, hash) "
                  "VALUES (?,?,?,?,?,?,?,?)", (*values, seq + 1, prev, digest))
     conn.execute("UPDATE audit_chain SET seq=?, hash=? WHERE id=1", (seq + 1, digest))
+    if isinstance(conn, WriterConnection):
+        conn.chain_head = (seq + 1, digest)
 
 
 def _chain(conn: sqlite3.Connection, event_id: int, request_id: str, at: str, kind: str, actor: str,
            data: str) -> None:
+    forget_head(conn)
     seq, prev = conn.execute("SELECT seq, hash FROM audit_chain WHERE id=1").fetchone()
     digest = link(prev, request_id, at, kind, actor, data)
     conn.execute("UPDATE events SET seq=?, prev_hash=?, hash=? WHERE id=?", (seq + 1, prev, digest, event_id))

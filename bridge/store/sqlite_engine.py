@@ -30,7 +30,7 @@ from typing import Any, Self, TypeVar
 import aiosqlite
 
 from bridge.health import Check
-from bridge.store import sqlite_faults, sqlite_follow, sqlite_wal
+from bridge.store import sqlite_chain, sqlite_faults, sqlite_follow, sqlite_wal
 from bridge.store.base import (
     ChangeSink,
     StoreError,
@@ -68,6 +68,7 @@ class SQLiteEngine(TransactionalStore):
         self._upkeep: list[asyncio.Task[None]] = []
         self._committed_at = 0.0  # monotonic time of the last successful commit
         self._fault: StoreError | None = None  # the last fault, until a probe finds the store well
+        self._version: int | None = None  # SQLite's data_version at the last write: another process wrote if it moved
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -90,7 +91,8 @@ class SQLiteEngine(TransactionalStore):
         try:
             if not self.in_memory:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30)
+            self._db = await aiosqlite.connect(str(self.path), isolation_level=None, timeout=30,
+                                               factory=sqlite_chain.WriterConnection)
             for pragma in ("journal_mode=WAL", "synchronous=NORMAL", "busy_timeout=30000", "foreign_keys=ON",
                            f"journal_size_limit={sqlite_wal.SOFT_LIMIT}"):
                 await self._db.execute(f"PRAGMA {pragma}")
@@ -248,28 +250,46 @@ class SQLiteEngine(TransactionalStore):
             if sqlite_wal.over_hard_limit(self.path):
                 sqlite_wal.truncate_now(conn)
             conn.execute("BEGIN IMMEDIATE")
-            for fn, future in batch:
-                conn.execute("SAVEPOINT one")
-                try:
-                    result = fn(conn)
-                except Exception as exc:
-                    if not conn.in_transaction or fault_of(exc, self.path) is not None:
-                        raise  # SQLite may have rolled the whole transaction back: fail it all
-                    conn.execute("ROLLBACK TO one")
-                    conn.execute("RELEASE one")
-                    outcomes.append((future, None, exc))
-                else:
-                    conn.execute("RELEASE one")
-                    outcomes.append((future, result, None))
+            self._note_version(conn)
+            if len(batch) == 1:  # alone in its transaction: a failure rolls back the transaction
+                fn, future = batch[0]
+                outcomes.append((future, fn(conn), None))
+            else:
+                outcomes = [self._one(conn, fn, future) for fn, future in batch]
             conn.execute("COMMIT")
             self._committed_at = time.monotonic()
         except Exception as exc:  # the transaction failed: nobody's change is stored
+            sqlite_chain.forget_head(conn)
             with contextlib.suppress(sqlite3.Error):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
             error = fault_of(exc, self.path) or exc
             outcomes = [(future, None, error) for _fn, future in batch]
         loop.call_soon_threadsafe(self._settle, outcomes)
+
+    def _one(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], Any],
+             future: asyncio.Future[Any]) -> Outcome:
+        """One of a batch, inside a SAVEPOINT: its failure rolls back its own changes only."""
+        conn.execute("SAVEPOINT one")
+        try:
+            result = fn(conn)
+        except Exception as exc:
+            if not conn.in_transaction or fault_of(exc, self.path) is not None:
+                raise  # SQLite may have rolled the whole transaction back: fail it all
+            sqlite_chain.forget_head(conn)  # its appends are undone
+            conn.execute("ROLLBACK TO one")
+            conn.execute("RELEASE one")
+            return future, None, exc
+        conn.execute("RELEASE one")
+        return future, result, None
+
+    def _note_version(self, conn: sqlite3.Connection) -> None:
+        """Inside the write lock: when another process committed since this one last wrote (the
+        CLI appends events too), the chain head this connection remembers may be stale."""
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        if version != self._version:
+            sqlite_chain.forget_head(conn)
+            self._version = version
 
     def _settle(self, outcomes: list[Outcome]) -> None:
         fault = next((e for _f, _r, e in outcomes if isinstance(e, StoreError)), None)

@@ -9,7 +9,9 @@ from datetime import datetime
 from importlib import resources
 from typing import Any
 
-from bridge.models import Event, Request
+from pydantic import TypeAdapter
+
+from bridge.models import Event, Request, RequestState
 from bridge.store import sqlite_chain
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, load_request, request_columns, ts
@@ -130,6 +132,20 @@ def write(conn: sqlite3.Connection, request: Request) -> None:
         "resume=:resume, body=:body WHERE id=:id",
         request_columns(request),
     )
+
+
+_INSTANT = TypeAdapter(datetime)
+#: pending → posted in place: the row's columns, and the same two fields of its body (JSON edited by SQLite)
+MOVE_TO_POSTED = ("UPDATE requests SET state='posted', updated_at=:at, "
+                  "body=json_set(body, '$.state', 'posted', '$.updated_at', :at_json) WHERE id=:id")
+
+
+def move_to_posted(conn: sqlite3.Connection, held: Request, now: datetime) -> Request:
+    """Move the pending request the caller holds to `posted` (its row is `held`, as written:
+    the caller checked its `updated_at`, which every write sets): two fields change, so the
+    stored body is edited in place rather than read, parsed and written whole again."""
+    conn.execute(MOVE_TO_POSTED, {"at": ts(now), "at_json": _INSTANT.dump_python(now, mode="json"), "id": held.id})
+    return held.model_copy(update={"state": RequestState.posted, "updated_at": now})
 
 
 def insert_event(conn: sqlite3.Connection, event: Event) -> None:

@@ -3,11 +3,13 @@ the limit is refused with one JSON shape everywhere, naming the limit and its co
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 
+from bridge.http.stack import layers
 from tests.harness import running_bridge
 
 SHAPE = {"error": "body too large", "limit_bytes": 4096, "setting": "http.max_body_bytes",
@@ -38,3 +40,34 @@ async def test_every_oversized_body_gets_one_json_shape_naming_the_limit(tmp_pat
         ok = await client.post("/v1/requests", json={"title": "Still serving?", "questions": [
             {"id": "ok", "kind": "confirm", "prompt": "Go?"}]})
         assert ok.status_code == 201, ok.text
+
+
+async def test_a_body_longer_than_its_content_length_is_never_read_past_it(tmp_path: Path) -> None:
+    """A declared length under the limit is not counted again (bridge.http.body_limit): the
+    server reads exactly that many bytes, and what follows is taken as the next request."""
+    async with running_bridge(tmp_path, {"http": {"max_body_bytes": 4096}}) as bridge:
+        host, port = bridge.base_url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        then = b"GET /healthz HTTP/1.1\r\nHost: " + f"{host}:{port}".encode() + b"\r\n\r\n"
+        writer.write(b"POST /v1/requests HTTP/1.1\r\nHost: " + f"{host}:{port}".encode() +
+                     b"\r\nContent-Type: application/json\r\nContent-Length: 14\r\n\r\n" + b'{"title": "x"}' + then)
+        await writer.drain()
+        first = await reader.readuntil(b"\r\n\r\n")
+        assert first.split(b" ")[1] == b"422", first  # the 14 bytes only: a request with no questions
+        length = int(next(line for line in first.split(b"\r\n") if line.lower().startswith(b"content-length"))
+                     .split(b":")[1])
+        await reader.readexactly(length)
+        second = await reader.readuntil(b"\r\n\r\n")
+        assert second.split(b" ")[1] == b"200", second  # what followed is the next request
+        writer.close()
+
+
+async def test_the_stack_keeps_every_protection_and_drops_unused_layers(tmp_path: Path) -> None:
+    async with running_bridge(tmp_path) as bridge:
+        app = bridge.app.build_middleware_stack()
+        names = layers(app)
+        assert names[0] == "ServerErrorMiddleware" and names[-1] == "APIRouter", names
+        for kept in ("RequestGuard", "BodyLimit", "ExceptionMiddleware", "AsyncExitStackMiddleware"):
+            assert kept in names, names
+        assert "ExceptionTelemetryMiddleware" not in names and "AppBodyLimitMiddleware" not in names, names
+        assert not bridge.app._native_telemetry.enabled()  # no global provider looked up per request

@@ -104,3 +104,23 @@ def test_json_lines_carry_level_logger_and_message() -> None:
     assert len(lines) == 1
     assert lines[0]["level"] == "INFO" and lines[0]["logger"] == "hitl_bridge"
     assert lines[0]["message"] == "request r_1 answered by ana" and "time" in lines[0]
+
+
+def test_text_lines_show_each_record_s_own_time_to_the_millisecond() -> None:
+    """The formatter makes a second's text once (bridge.logs.TextFormatter): the milliseconds,
+    and the next second, still come from each record."""
+    out = io.StringIO()
+    handler = configure_logging("INFO", "text", stream=out)
+    try:
+        log = logging.getLogger("hitl_bridge.test_time")
+        for created in (1_700_000_000.123, 1_700_000_000.456, 1_700_000_001.789):
+            record = log.makeRecord(log.name, logging.INFO, "", 0, "at %s", (created,), None)
+            record.created, record.msecs = created, (created % 1) * 1000
+            log.handle(record)
+        stamps = [line.split(" ")[1] for line in out.getvalue().splitlines()]
+        expected = [logging.Formatter().formatTime(logging.makeLogRecord({"created": c, "msecs": (c % 1) * 1000}))
+                    for c in (1_700_000_000.123, 1_700_000_000.456, 1_700_000_001.789)]
+        assert stamps == [e.split(" ")[1] for e in expected]
+        assert len(set(stamps)) == 3
+    finally:
+        logging.getLogger().removeHandler(handler)

@@ -59,3 +59,17 @@ async def test_served_by_the_asgi_route_and_still_documented(tmp_path: Path) -> 
         assert invalid.status_code == 422 and "questions" in invalid.json()["detail"]
         operation = (await client.get("/openapi.json")).json()["paths"]["/v1/requests"]["post"]
         assert set(operation["responses"]) >= {"200", "201", "401", "413", "422"}
+
+
+async def test_a_submitted_request_is_what_its_stored_copy_reads_back(tmp_path: Path) -> None:
+    """What the service hands back (and publishes) is what the store reads back."""
+    async with running_bridge(tmp_path) as bridge:
+        for body in BODIES:
+            saved, created = await bridge.service.submit(RequestIn.model_validate(body), source="webhook")
+            assert created
+            await bridge.service.drain()  # its posting done: pending → posted
+            read = await bridge.store.get_request(saved.id)
+            assert read is not None and read.state.value == "posted"
+            moving = {"state", "updated_at"}
+            assert read.model_dump(exclude=moving) == saved.model_dump(exclude=moving)
+            assert Request.model_validate_json(saved.model_dump_json()) == saved

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bridge.config import Route
 from bridge.models import Request
 from bridge.router import Router
+from bridge.rules import route_as_json
 
 
 def request(**kw: Any) -> Request:
@@ -47,3 +48,13 @@ def test_globs_are_case_sensitive_and_targets_collected() -> None:
     assert router.choose(request(workspace="/srv/a/DEPLOY-x")).name == "any-delta"
     assert router.all_targets() == {"slack:#deploys", "slack:#dba", "telegram:1", "web"}
     assert router.get("gone").name == "default"
+
+
+def test_a_route_is_dumped_for_the_rules_once_and_a_reloaded_one_again() -> None:
+    first = Route(name="deploys", quorum=2, remind_every=timedelta(minutes=5))
+    dumped = route_as_json(first)
+    assert dumped == {**first.model_dump(), "remind_every": 300.0}
+    assert route_as_json(first) is dumped  # the same route object: made once
+    reloaded = Route(name="deploys", quorum=3, remind_every=timedelta(minutes=5))  # a reload builds new routes
+    assert route_as_json(reloaded)["quorum"] == 3 and dumped["quorum"] == 2
+    assert Route.model_validate(route_as_json(reloaded)) == reloaded

@@ -11,6 +11,7 @@ from bridge.audit.verify import Tamper, verify_store
 from bridge.models import OPEN_STATES, Event, RequestState
 from bridge.store import Store
 from bridge.store.chain import GENESIS
+from bridge.store.transactions import AddEvents, Txn
 from tests.store.conftest import Backend
 from tests.store.helpers import at, make_request
 
@@ -154,6 +155,41 @@ async def test_two_stores_on_one_database_make_one_chain(backend: Backend) -> No
     finally:
         await first.close()
         await second.close()
+
+
+async def test_stores_taking_turns_on_one_database_keep_one_chain(backend: Backend) -> None:
+    """Each store appends after the other wrote (the daemon and the CLI): none appends from a
+    head it remembered from before the other's write."""
+    first, second = await backend.open_store(), await backend.open_store()
+    try:
+        for turn in range(3):
+            await some_history(first if turn % 2 == 0 else second, requests=1, events=1)
+        report = await verify_store(second)
+        assert report.ok, report.problems
+        assert report.checked == report.state.seq == 6
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_a_failing_transaction_among_concurrent_ones_leaves_the_chain_whole(store: Store) -> None:
+    [request_id] = await some_history(store, requests=1, events=0)
+
+    def appends_then_fails() -> Txn[None]:
+        yield AddEvents((Event(id=0, request_id=request_id, at=at(5), kind="note", actor="x", data={}),))
+        raise ValueError("refused after appending")
+
+    async def note(n: int) -> None:
+        await store.add_event(request_id, "reminded", "bridge", {"n": n}, at(n))
+
+    results = await asyncio.gather(note(1), store.transact(appends_then_fails()), note(2), note(3),
+                                   return_exceptions=True)
+    assert [type(r).__name__ for r in results] == ["NoneType", "ValueError", "NoneType", "NoneType"]
+    await note(4)
+    report = await verify_store(store)
+    assert report.ok, report.problems
+    assert report.checked == report.state.seq == 5
+    assert [e.kind for e in await store.list_events(request_id)].count("note") == 0
 
 
 async def test_a_store_from_before_the_chain_is_chained_once_in_written_order(backend: Backend) -> None:

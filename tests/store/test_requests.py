@@ -263,6 +263,28 @@ async def test_record_posts_moves_pending_to_posted_once(store: Store) -> None:
     assert await store.record_posts("r_missing", [later], [], now=at(4)) is None
 
 
+async def test_record_posts_with_the_callers_copy_stores_what_it_returns(store: Store) -> None:
+    request = make_request(context={"diff": "+1 -1 ✓", "n": [1, 2.5]}, labels={"team": "api"})
+    saved, _ = await store.create_request(request)
+    ok = Post(request_id=request.id, channel="web", target="web", ref={"path": "/inbox"}, at=at(2))
+    posted = await store.record_posts(request.id, [ok], [make_event(request.id, "posted", 2)], now=at(2), held=saved)
+    assert posted is not None and posted.state is RequestState.posted and posted.updated_at == at(2)
+    assert await store.get_request(request.id) == posted
+    assert saved.state is RequestState.pending  # the caller's copy is left as it was
+    assert await store.count_by_state() == {"posted": 1}
+
+
+async def test_record_posts_reads_the_row_when_the_callers_copy_is_stale(store: Store) -> None:
+    request = make_request()
+    saved, _ = await store.create_request(request)
+    changed = await store.update_request(request.id, now=at(1), escalation_level=1)  # changed after the copy
+    assert changed is not None
+    ok = Post(request_id=request.id, channel="web", target="web", ref={}, at=at(2))
+    posted = await store.record_posts(request.id, [ok], [make_event(request.id, "posted", 2)], now=at(2), held=saved)
+    assert posted is not None and posted.escalation_level == 1 and posted.state is RequestState.posted
+    assert await store.get_request(request.id) == posted
+
+
 async def test_record_posts_racing_another_change_loses_neither(backend: Backend, store: Store) -> None:
     """The move to posted and a concurrent change on another replica (a reminder counted)
     both land, whichever commits first."""
