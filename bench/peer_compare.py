@@ -87,6 +87,7 @@ async def one_round(n: int, sizes: dict[str, int], receiver: w.Receiver) -> dict
                                           for p in order))
             for p, got in zip(order, late, strict=True):
                 readings[p.name].update(got)
+                readings[p.name].update(w.log_errors(p))
     return readings
 
 

@@ -26,11 +26,16 @@ class Metric:
     label: str  # what was measured, as the table says it
     unit: str
     lower_is_better: bool
-    chart: str  # which chart it is drawn on
+    chart: str  # which chart it is drawn on ("" for none)
+    target: str = "bridge ahead"  # or "bridge ≤ peer": counts where both at 0 is as good as it gets
 
 
 METRICS = [
     Metric("intake_rate", "intake, 16 keep-alive clients", "creates/s", False, "intake"),
+    Metric("intake_failed", "intake: creates that failed (5xx or connection closed)", "failed", True, "",
+           "bridge ≤ peer"),
+    Metric("log_errors", "errors in the server's log (tracebacks, \"database is locked\")", "lines", True, "",
+           "bridge ≤ peer"),
     Metric("intake_p99", "intake latency p99", "ms", True, "intake"),
     Metric("callback_p50", "answer → callback p50", "ms", True, "latency"),
     Metric("callback_p99", "answer → callback p99", "ms", True, "latency"),
@@ -81,9 +86,12 @@ def ratio(metric: Metric, bridge: float, peer: float) -> float:
     return good / bad
 
 
+COUNTS = {"failed", "lines"}
+
+
 def fmt(value: float, unit: str) -> str:
-    """A reading with its unit, to about three significant digits."""
-    if value >= 100:
+    """A reading with its unit, to about three significant digits (counts as whole numbers)."""
+    if value >= 100 or unit in COUNTS:
         number = f"{value:,.0f}"
     elif value >= 10:
         number = f"{value:.1f}"
@@ -108,18 +116,19 @@ def peer_of(summary: dict[str, dict[str, Spread]]) -> str:
 
 
 def figures(summary: dict[str, dict[str, Spread]]) -> list[Figure]:
-    """One figure per metric both measured: both readings and the ratio, target "bridge ahead"."""
+    """One figure per metric both measured: both readings and the ratio, against the metric's target."""
     peer = peer_of(summary)
     out = []
     for m in METRICS:
         ours, theirs = summary[BRIDGE].get(m.key), summary[peer].get(m.key)
         if ours is None or theirs is None:
             missing = BRIDGE if ours is None else peer
-            out.append(Figure(AREA, m.label, f"not measured on {missing}", "bridge ahead", None))
+            out.append(Figure(AREA, m.label, f"not measured on {missing}", m.target, None))
             continue
         r = ratio(m, ours.median, theirs.median)
         out.append(Figure(AREA, m.label, f"{fmt(ours.median, m.unit)} vs {fmt(theirs.median, m.unit)} "
-                          f"({fmt_ratio(r) if r >= 1 else 'behind, ' + fmt_ratio(1 / r)})", "bridge ahead", r > 1))
+                          f"({fmt_ratio(r) if r >= 1 else 'behind, ' + fmt_ratio(1 / r)})", m.target,
+                          r > 1 or (m.target != "bridge ahead" and r == 1)))
     return out
 
 

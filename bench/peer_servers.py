@@ -47,6 +47,7 @@ class Peer:
     create_path: str
     callback_header: str  # the callback's header that carries the request's id
     wait_terminal: frozenset[str]  # long-poll states that mean "decided"
+    log: Path  # the server's output
 
     @property
     def headers(self) -> dict[str, str]:
@@ -121,7 +122,8 @@ async def bridge(tmp: Path) -> AsyncIterator[Peer]:
     config = bridge_config(f"sqlite:///{tmp}/bridge.db", port, token)
     async with serve_process(tmp, port, config, "bridge") as proc:
         yield BridgePeer("hitl-bridge", f"http://127.0.0.1:{port}", proc.pid, token, "/v1/requests",
-                         "x-hitl-request-id", frozenset({"answered", "expired", "cancelled", "failed"}))
+                         "x-hitl-request-id", frozenset({"answered", "expired", "cancelled", "failed"}),
+                         tmp / "bridge.log")
 
 
 def peer_env(tmp: Path, token: str) -> dict[str, str]:
@@ -166,7 +168,7 @@ async def awaithumans(tmp: Path) -> AsyncIterator[Peer]:
             await wait_healthy(base + "/api/health", proc, log)
             yield AwaitHumansPeer(f"awaithumans {PEER_VERSION}", base, proc.pid, token, "/api/tasks",
                                   "x-awaithumans-task-id",
-                                  frozenset({"completed", "timed_out", "cancelled", "verification_exhausted"}))
+                                  frozenset({"completed", "timed_out", "cancelled", "verification_exhausted"}), log)
         finally:
             stop(proc)
 

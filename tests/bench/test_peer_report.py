@@ -44,7 +44,17 @@ def test_a_figure_is_met_only_when_the_bridge_is_better_in_the_metric_s_directio
     assert callback.met is True and "(1,000×)" in callback.value
     memory = figures["RSS idle"]  # the peer uses less here: the bridge is behind
     assert memory.met is False and "behind, 1.3×" in memory.value
-    assert {f.target for f in figures.values()} == {"bridge ahead"}
+    assert intake.target == callback.target == memory.target == "bridge ahead"
+
+
+def test_a_count_of_failures_is_met_when_the_bridge_has_no_more_than_the_peer() -> None:
+    def failures(ours: float, theirs: float) -> bool | None:
+        summary = peer_report.summarize([{"hitl-bridge": {"intake_failed": ours}, PEER: {"intake_failed": theirs}}])
+        [figure] = [f for f in peer_report.figures(summary) if f.name.startswith("intake: creates that failed")]
+        assert figure.target == "bridge ≤ peer"
+        return figure.met
+
+    assert (failures(0, 0), failures(0, 3), failures(2, 1)) == (True, True, False)
 
 
 def test_a_metric_one_side_did_not_measure_is_said_so_never_invented() -> None:
@@ -97,13 +107,14 @@ def test_the_bridge_s_configuration_and_request_are_ones_the_bridge_accepts(tmp_
     settings = load_settings(str(config), env={})
     assert settings.log_level == "WARNING"
     assert [t.token for t in settings.http.api_tokens.values()] == ["t0ken-for-the-bench-123"]
-    bridge = peer_servers.BridgePeer("hitl-bridge", "http://127.0.0.1:1", 1, "t", "/v1/requests", "x", frozenset())
+    bridge = peer_servers.BridgePeer("hitl-bridge", "http://127.0.0.1:1", 1, "t", "/v1/requests", "x", frozenset(),
+                                     tmp_path / "log")
     request = RequestIn.model_validate(bridge.create_body("k-1", timeout_s=60, callback_url="http://127.0.0.1:9/hook"))
     assert request.timeout_s == 60 and request.external_id == "k-1"
 
 
 def test_awaithumans_gets_the_same_question_and_timeout_and_its_own_environment(tmp_path: Path) -> None:
-    peer = peer_servers.AwaitHumansPeer(PEER, "http://127.0.0.1:1", 1, "t", "/api/tasks", "x", frozenset())
+    peer = peer_servers.AwaitHumansPeer(PEER, "http://127.0.0.1:1", 1, "t", "/api/tasks", "x", frozenset(), tmp_path)
     body = peer.create_body("k-1", timeout_s=60, callback_url="http://127.0.0.1:9/hook")
     assert (body["task"], body["payload"], body["timeout_seconds"], body["idempotency_key"]) == (
         peer_servers.TITLE, peer_servers.CONTEXT, 60, "k-1")
