@@ -8,6 +8,7 @@ extra): `pip install -c requirements.lock -e '.[bench]'`.
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +35,8 @@ METRICS = [
     Metric("intake_rate", "intake, 16 keep-alive clients", "creates/s", False, "intake"),
     Metric("intake_failed", "intake: creates that failed (5xx or connection closed)", "failed", True, "",
            "bridge ≤ peer"),
-    Metric("log_errors", "errors in the server's log (tracebacks, \"database is locked\")", "lines", True, "",
-           "bridge ≤ peer"),
-    Metric("intake_p99", "intake latency p99", "ms", True, "intake"),
+    Metric("log_errors", "errors in the server's log", "tracebacks", True, "", "bridge ≤ peer"),
+    Metric("intake_p99", "intake latency p99", "ms", True, "latency"),
     Metric("callback_p50", "answer → callback p50", "ms", True, "latency"),
     Metric("callback_p99", "answer → callback p99", "ms", True, "latency"),
     Metric("wait_p50", "answer → long poll returns p50", "ms", True, "latency"),
@@ -45,7 +45,7 @@ METRICS = [
     Metric("deadline_p50", "deadline → timeout callback, lateness p50", "ms", True, "latency"),
     Metric("deadline_p99", "deadline → timeout callback, lateness p99", "ms", True, "latency"),
     Metric("rss_idle", "RSS idle", "MiB", True, "memory"),
-    Metric("rss_open", "RSS with the intake's requests open", "MiB", True, "memory"),
+    Metric("rss_open", "RSS with 10,000 requests open (2,000 with --quick)", "MiB", True, "memory"),
     Metric("cpu_create", "CPU per 1,000 creates", "CPU s", True, "cpu"),
     Metric("cpu_lifecycle", "CPU per 1,000 requests (create, answer, callback)", "CPU s", True, "cpu"),
 ]
@@ -86,7 +86,7 @@ def ratio(metric: Metric, bridge: float, peer: float) -> float:
     return good / bad
 
 
-COUNTS = {"failed", "lines"}
+COUNTS = {"failed", "tracebacks"}
 
 
 def fmt(value: float, unit: str) -> str:
@@ -181,7 +181,7 @@ def write_charts(out: Path, summary: dict[str, dict[str, Spread]]) -> list[Path]
         metrics = [m for m in METRICS if m.chart == chart and m.key in summary[BRIDGE] and m.key in summary[peer]]
         if not metrics:
             continue
-        fig, ax = plt.subplots(figsize=(9, 0.9 + 0.75 * len(metrics)), dpi=110)
+        fig, ax = plt.subplots(figsize=(9, 1.0 + 0.7 * len(metrics)), dpi=110)
         height = 0.38
         for j, name in enumerate((BRIDGE, peer)):
             ys = [i + (j - 0.5) * height for i in range(len(metrics))]
@@ -197,13 +197,16 @@ def write_charts(out: Path, summary: dict[str, dict[str, Spread]]) -> list[Path]
         ax.invert_yaxis()
         units = sorted({m.unit for m in metrics})
         ax.set_xlabel(", ".join(units))
-        if chart == "latency":
+        if chart == "latency":  # ratios of 100× and more: a log scale, from below the smallest bar
             ax.set_xscale("log")
-        ax.set_xlim(right=ax.get_xlim()[1] * (3 if chart == "latency" else 1.25))
-        ax.set_title(title, fontsize=11)
-        ax.legend(loc="lower right", fontsize=9)
+            lowest = min(summary[name][m.key].low for name in (BRIDGE, peer) for m in metrics)
+            ax.set_xlim(10 ** math.floor(math.log10(max(lowest, 1e-3) * 0.8)), ax.get_xlim()[1] * 3)
+        else:
+            ax.set_xlim(0, ax.get_xlim()[1] * 1.25)
+        fig.suptitle(title, fontsize=11, x=0.01, ha="left")
+        fig.legend(*ax.get_legend_handles_labels(), loc="upper right", ncol=2, fontsize=9, frameon=False)
         ax.grid(axis="x", alpha=0.3)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
         path = out / f"peers-{chart}.png"
         fig.savefig(path)
         plt.close(fig)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -40,7 +39,6 @@ OPEN_TIMEOUT_S = 3600  # intake's requests stay open: both servers get the same 
 DEADLINE_S = 60  # awaithumans' shortest timeout (MIN_TIMEOUT_SECONDS)
 ANSWER_EVERY_S = 0.1  # open-loop answers: one every 100 ms, on both
 SETTLE_S = 2.0
-LOG_ERROR = re.compile(r"Traceback|database is locked|\bERROR\b")
 
 
 def rss_mib(pid: int) -> float:
@@ -94,48 +92,62 @@ async def receiving() -> AsyncIterator[Receiver]:
 
 
 class PeerConnection(Connection):
-    """scale_intake's keep-alive connection, creating on `peer` (its path, body and token)."""
+    """scale_intake's keep-alive connection, creating on `peer` (its path, body and token). Counts
+    what it sends, and knows whether it ended because the work ran out or the server closed it."""
 
     def __init__(self, peer: Peer, requests: Iterator[int], latencies: list[float], statuses: dict[int, int],
-                 prefix: str) -> None:
+                 prefix: str, sent: list[int]) -> None:
         host = peer.base.removeprefix("http://")
         super().__init__(host, requests, latencies, statuses, prefix)
         self.peer = peer
+        self.sent = sent
+        self.exhausted = False
         self.head = (f"POST {peer.create_path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
                      f"Authorization: Bearer {peer.token}\r\n")
 
     def send_next(self) -> None:
         assert self.transport is not None
+        if self.transport.is_closing():
+            return  # the server closed the connection (after an error): the client opens another
         n = next(self.requests, None)
         if n is None:
+            self.exhausted = True
             self.transport.close()
             return
         body = json.dumps(self.peer.create_body(f"{self.prefix}-{n}", timeout_s=OPEN_TIMEOUT_S)).encode()
         self.sent_at = time.perf_counter()
+        self.sent[0] += 1
         self.transport.write(f"{self.head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
 
 
-async def load(peer: Peer, total: int, prefix: str) -> Load:
-    """`total` creates on `peer` over CLIENTS keep-alive connections (as scale_intake.load)."""
+async def load(peer: Peer, total: int, prefix: str) -> tuple[Load, int]:
+    """`total` creates on `peer` from CLIENTS keep-alive clients (as scale_intake.load); a client
+    whose connection the server closes opens another, as an HTTP client would. Returns the load
+    and how many creates were sent (those sent and never answered were lost with a connection)."""
     loop = asyncio.get_running_loop()
     requests = iter(range(total))
     latencies: list[float] = []
     statuses: dict[int, int] = {}
+    sent = [0]
     host, port = peer.base.removeprefix("http://").rsplit(":", 1)
+
+    async def client() -> None:
+        while True:
+            _transport, protocol = await loop.create_connection(
+                lambda: PeerConnection(peer, requests, latencies, statuses, prefix, sent), host, int(port))
+            await protocol.done
+            if protocol.exhausted:
+                return
+
     cpu0, start = time.process_time(), time.perf_counter()
-    connections = []
-    for _ in range(CLIENTS):
-        _transport, protocol = await loop.create_connection(
-            lambda: PeerConnection(peer, requests, latencies, statuses, prefix), host, int(port))
-        connections.append(protocol)
-    await asyncio.gather(*(c.done for c in connections))
-    return Load(len(latencies), time.perf_counter() - start, latencies, statuses, time.process_time() - cpu0)
+    await asyncio.gather(*(client() for _ in range(CLIENTS)))
+    return Load(len(latencies), time.perf_counter() - start, latencies, statuses, time.process_time() - cpu0), sent[0]
 
 
 def log_errors(peer: Peer) -> Readings:
-    """Lines of the server's output so far that tell of an error (both log at WARNING)."""
+    """Tracebacks in the server's output so far (both log at WARNING)."""
     text = peer.log.read_text(errors="replace") if peer.log.exists() else ""
-    return {"log_errors": sum(1 for line in text.splitlines() if LOG_ERROR.search(line))}
+    return {"log_errors": text.count("Traceback (most recent call last)")}
 
 
 async def idle_memory(peer: Peer) -> Readings:
@@ -147,11 +159,12 @@ async def intake(peer: Peer, total: int, warmup: int) -> Readings:
     """`warmup` then `total` creates; the RSS afterwards, with `warmup + total` requests open."""
     await load(peer, warmup, "warm")
     cpu0 = cpu_seconds(peer.pid)
-    run = await load(peer, total, "run")
+    run, sent = await load(peer, total, "run")
     cpu = cpu_seconds(peer.pid) - cpu0
-    failed = run.failed + total - run.count  # answered other than 201, or never answered (connection closed)
+    failed = run.failed + sent - run.count  # answered other than 201, or lost with a closed connection
     if failed:
-        print(f"  {peer.name}: {failed} of {total} creates failed: {run.statuses}", flush=True)
+        print(f"  {peer.name}: {failed} of {total} creates failed: {run.statuses}, "
+              f"{sent - run.count} lost with a connection the server closed", flush=True)
     await asyncio.sleep(SETTLE_S)
     return {"intake_failed": failed, "intake_rate": (run.count - run.failed) / run.seconds,
             "intake_p50": pct(run.latencies_ms, 0.5), "intake_p99": pct(run.latencies_ms, 0.99),
