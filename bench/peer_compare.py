@@ -142,6 +142,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out}: not a directory")
     print(f"{os.cpu_count()} cores; machine load {os.getloadavg()[0]:.2f} at start (the machine may be shared)")
     print(table(asyncio.run(measure(args.quick, args.rounds, args.out))))
 

@@ -4,6 +4,7 @@ receiver of bench/peer_workloads.py): no awaithumans install, no server, no netw
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -145,3 +146,14 @@ async def test_the_receiver_keeps_each_request_s_first_callback_and_ignores_name
     assert await receiver.wait_for(["r_1", "t1"], within_s=1) == receiver.arrived
     with pytest.raises(RuntimeError, match="1 of 2 callbacks did not arrive"):
         await receiver.wait_for(["r_1", "never"], within_s=0.05)
+
+
+@pytest.mark.parametrize(("args", "said"), [(["--rounds", "0"], "--rounds must be at least 1"),
+                                             (["--rounds", "x"], "invalid int value"),
+                                             (["--out", "pyproject.toml"], "not a directory")])
+def test_the_command_refuses_bad_arguments_before_starting_anything(args: list[str], said: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, str(root / "bench" / "peer_compare.py"), *args], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and said in done.stderr
+    assert "installing awaithumans" not in done.stdout
