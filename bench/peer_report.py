@@ -33,7 +33,7 @@ class Metric:
 
 METRICS = [
     Metric("intake_rate", "intake, 16 keep-alive clients", "creates/s", False, "intake"),
-    Metric("intake_failed", "intake: creates that failed (5xx or connection closed)", "failed", True, "",
+    Metric("intake_failed", "intake: creates that failed (5xx or no answer)", "failed", True, "",
            "bridge ≤ peer"),
     Metric("log_errors", "errors in the server's log", "tracebacks", True, "", "bridge ≤ peer"),
     Metric("intake_p99", "intake latency p99", "ms", True, "latency"),

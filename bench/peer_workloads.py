@@ -102,13 +102,21 @@ class PeerConnection(Connection):
         self.peer = peer
         self.sent = sent
         self.exhausted = False
+        self.closing_after = False
         self.head = (f"POST {peer.create_path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
                      f"Authorization: Bearer {peer.token}\r\n")
 
+    def data_received(self, data: bytes) -> None:
+        # A response saying `Connection: close` (uvicorn's after a 500) ends this connection: the
+        # client sends nothing more on it and opens another, as an HTTP client does.
+        self.closing_after |= b"\r\nconnection: close\r\n" in data.lower()
+        super().data_received(data)
+
     def send_next(self) -> None:
         assert self.transport is not None
-        if self.transport.is_closing():
-            return  # the server closed the connection (after an error): the client opens another
+        if self.closing_after or self.transport.is_closing():
+            self.transport.close()
+            return
         n = next(self.requests, None)
         if n is None:
             self.exhausted = True
@@ -161,10 +169,10 @@ async def intake(peer: Peer, total: int, warmup: int) -> Readings:
     cpu0 = cpu_seconds(peer.pid)
     run, sent = await load(peer, total, "run")
     cpu = cpu_seconds(peer.pid) - cpu0
-    failed = run.failed + sent - run.count  # answered other than 201, or lost with a closed connection
+    failed = run.failed + sent - run.count  # answered other than 201, or never answered
     if failed:
         print(f"  {peer.name}: {failed} of {total} creates failed: {run.statuses}, "
-              f"{sent - run.count} lost with a connection the server closed", flush=True)
+              f"{sent - run.count} never answered", flush=True)
     await asyncio.sleep(SETTLE_S)
     return {"intake_failed": failed, "intake_rate": (run.count - run.failed) / run.seconds,
             "intake_p50": pct(run.latencies_ms, 0.5), "intake_p99": pct(run.latencies_ms, 0.99),
