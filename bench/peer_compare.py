@@ -15,9 +15,10 @@ Each figure is the median of the rounds, with the lowest and highest round besid
 table. CPU per request (from /proc, all the server's threads) holds on a busy machine; rates and
 latencies move with whatever else runs.
 
-Usage: .venv/bin/python bench/peer_compare.py [--quick] [--rounds N] [--out DIR]
+Usage: .venv/bin/python bench/peer_compare.py [--quick] [--rounds N] [--out DIR] [--redraw DIR]
   --out: where the table (peers-table.md), the readings (peers.json) and the charts
   (peers-*.png) go; default docs/performance/ (bench/out/peers/ with --quick).
+  --redraw DIR: no run; the table and charts again from DIR/peers.json.
 Charts need matplotlib: .venv/bin/pip install -c requirements.lock -e '.[bench]'
 """
 
@@ -27,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -134,16 +136,33 @@ async def measure(quick: bool, rounds: int | None = None, out: Path | None = Non
     return peer_report.figures(peer_report.summarize(readings))
 
 
+def redraw(parser: argparse.ArgumentParser, out: Path) -> None:
+    """The table and charts of an earlier run, from its peers.json (after a change to how they look)."""
+    try:
+        saved = json.loads((out / "peers.json").read_text())
+        rounds, sizes, meta = saved["rounds"], saved["sizes"], saved["meta"]
+        peer_report.summarize(rounds)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        parser.error(f"--redraw {out}: no readings to draw from in peers.json ({type(e).__name__}: {e})")
+    write_outputs(out, rounds, sizes, meta)
+    print(table(peer_report.figures(peer_report.summarize(rounds))))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="one round, smaller sizes (a few minutes)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3; 1 with --quick)")
     parser.add_argument("--out", type=Path, help="where the table, readings and charts go")
+    parser.add_argument("--redraw", type=Path, metavar="DIR",
+                        help="no run: the table and charts again from DIR/peers.json (into DIR)")
     args = parser.parse_args()
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds must be at least 1")
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         parser.error(f"--out {args.out}: not a directory")
+    if args.redraw is not None:
+        redraw(parser, args.redraw)
+        return
     print(f"{os.cpu_count()} cores; machine load {os.getloadavg()[0]:.2f} at start (the machine may be shared)")
     print(table(asyncio.run(measure(args.quick, args.rounds, args.out))))
 

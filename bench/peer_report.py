@@ -45,7 +45,7 @@ METRICS = [
     Metric("deadline_p50", "deadline → timeout callback, lateness p50", "ms", True, "latency"),
     Metric("deadline_p99", "deadline → timeout callback, lateness p99", "ms", True, "latency"),
     Metric("rss_idle", "RSS idle", "MiB", True, "memory"),
-    Metric("rss_open", "RSS with 10,000 requests open (2,000 with --quick)", "MiB", True, "memory"),
+    Metric("rss_open", "RSS with the intake's requests open (warm-up + creates)", "MiB", True, "memory"),
     Metric("cpu_create", "CPU per 1,000 creates", "CPU s", True, "cpu"),
     Metric("cpu_lifecycle", "CPU per 1,000 requests (create, answer, callback)", "CPU s", True, "cpu"),
 ]
@@ -102,6 +102,14 @@ def fmt(value: float, unit: str) -> str:
     return f"{number} {unit}"
 
 
+def ahead_by(metric: Metric, bridge: float, peer: float) -> str:
+    """"15×", "behind, 1.3×", or for counts (failures) "fewer", "as many", "more"."""
+    if metric.unit in COUNTS:
+        return "as many" if bridge == peer else ("fewer" if bridge < peer else "more")
+    r = ratio(metric, bridge, peer)
+    return fmt_ratio(r) if r >= 1 else f"behind, {fmt_ratio(1 / r)}"
+
+
 def fmt_ratio(r: float) -> str:
     if r == float("inf"):
         return "∞×"
@@ -127,7 +135,7 @@ def figures(summary: dict[str, dict[str, Spread]]) -> list[Figure]:
             continue
         r = ratio(m, ours.median, theirs.median)
         out.append(Figure(AREA, m.label, f"{fmt(ours.median, m.unit)} vs {fmt(theirs.median, m.unit)} "
-                          f"({fmt_ratio(r) if r >= 1 else 'behind, ' + fmt_ratio(1 / r)})", m.target,
+                          f"({ahead_by(m, ours.median, theirs.median)})", m.target,
                           r > 1 or (m.target != "bridge ahead" and r == 1)))
     return out
 
@@ -137,7 +145,8 @@ def cell(spread: Spread | None, unit: str) -> str:
         return "not offered"
     if spread.rounds == 1 or spread.low == spread.high:
         return fmt(spread.median, unit)
-    return f"{fmt(spread.median, unit)} ({fmt(spread.low, '').strip()}–{fmt(spread.high, '').strip()})"
+    low, high = (fmt(v, unit).removesuffix(f" {unit}") for v in (spread.low, spread.high))
+    return f"{fmt(spread.median, unit)} ({low}–{high})"
 
 
 def markdown_table(summary: dict[str, dict[str, Spread]], sizes: dict[str, Any]) -> str:
@@ -146,9 +155,7 @@ def markdown_table(summary: dict[str, dict[str, Spread]], sizes: dict[str, Any])
     rows = [f"| Figure | hitl-bridge | {peer} | bridge ahead by |", "|---|---:|---:|---:|"]
     for m in METRICS:
         ours, theirs = summary[BRIDGE].get(m.key), summary[peer].get(m.key)
-        by = "-" if ours is None or theirs is None else (
-            fmt_ratio(ratio(m, ours.median, theirs.median)) if ratio(m, ours.median, theirs.median) >= 1
-            else f"behind ({fmt_ratio(1 / ratio(m, ours.median, theirs.median))})")
+        by = "-" if ours is None or theirs is None else ahead_by(m, ours.median, theirs.median)
         rows.append(f"| {m.label} | {cell(ours, m.unit)} | {cell(theirs, m.unit)} | {by} |")
     rounds = max((s.rounds for s in summary[BRIDGE].values()), default=0)
     listed = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in sizes.items())
@@ -190,8 +197,8 @@ def write_charts(out: Path, summary: dict[str, dict[str, Spread]]) -> list[Path]
             errors = [[s.median - s.low for s in spreads], [s.high - s.median for s in spreads]]
             ax.barh(ys, values, height=height, color=colors[name], label=name, xerr=errors,
                     error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#424242"})
-            for y, value, m in zip(ys, values, metrics, strict=True):
-                ax.annotate(fmt(value, m.unit), (value, y), xytext=(4, 0), textcoords="offset points",
+            for y, spread, m in zip(ys, spreads, metrics, strict=True):  # past the error bar's end
+                ax.annotate(fmt(spread.median, m.unit), (spread.high, y), xytext=(5, 0), textcoords="offset points",
                             va="center", fontsize=8)
         ax.set_yticks(range(len(metrics)), [m.label for m in metrics], fontsize=9)
         ax.invert_yaxis()
@@ -206,7 +213,8 @@ def write_charts(out: Path, summary: dict[str, dict[str, Spread]]) -> list[Path]
         fig.suptitle(title, fontsize=11, x=0.01, ha="left")
         fig.legend(*ax.get_legend_handles_labels(), loc="upper right", ncol=2, fontsize=9, frameon=False)
         ax.grid(axis="x", alpha=0.3)
-        fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / fig.get_figheight()))
+        fig.tight_layout()
+        fig.subplots_adjust(top=1 - 0.45 / fig.get_figheight())  # room for the title and legend
         path = out / f"peers-{chart}.png"
         fig.savefig(path)
         plt.close(fig)

@@ -74,7 +74,7 @@ def test_the_markdown_table_has_every_metric_both_readings_the_spread_and_the_ra
     assert lines[0] == f"| Figure | hitl-bridge | {PEER} | bridge ahead by |"
     assert len([line for line in lines if line.startswith("| ")]) == 1 + len(peer_report.METRICS)
     assert "| intake, 16 keep-alive clients | 1,600 creates/s (1,500–1,700) | 110 creates/s (100–120) | 15× |" in lines
-    assert "| RSS idle | 81.0 MiB (80.0–82.0) | 61.0 MiB (60.0–120) | behind (1.3×) |" in lines
+    assert "| RSS idle | 81.0 MiB (80.0–82.0) | 61.0 MiB (60.0–120) | behind, 1.3× |" in lines
     assert "Median of 3 interleaved rounds" in table and "intake creates 9,500" in table
 
 
@@ -157,3 +157,19 @@ def test_the_command_refuses_bad_arguments_before_starting_anything(args: list[s
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and said in done.stderr
     assert "installing awaithumans" not in done.stdout
+
+
+def test_redraw_makes_the_table_again_from_saved_readings_and_refuses_broken_ones(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    meta = {"date": "2026-11-27 05:09 UTC", "cores": 2, "load_at_start": 1.0, "load_at_end": 2.0,
+            "bridge_commit": "abc1234"}
+    peer_report.write_results(tmp_path, ROUNDS, {"rounds": 3}, meta)
+    command = [sys.executable, str(root / "bench" / "peer_compare.py"), "--redraw", str(tmp_path)]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    table = (tmp_path / "peers-table.md").read_text()
+    assert "| intake, 16 keep-alive clients | 1,600 creates/s (1,500–1,700) |" in table and "abc1234" in table
+    for broken in ("{not json", json.dumps({"rounds": "x"}), json.dumps({"meta": {}, "sizes": {}, "rounds": [1]})):
+        (tmp_path / "peers.json").write_text(broken)
+        done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and "no readings to draw from" in done.stderr
