@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -159,17 +160,21 @@ class Downstream:
             self._tasks.start_soon(self._restart)
             return
 
-    def _connected(self) -> Client:
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[Client]:
+        """The connected client; over HTTP, its connection pool is closed with it."""
         server = self.server
-        if server.url is not None:
-            headers = {k: v.get_secret_value() for k, v in server.headers.items()}
-            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=self.timeout_s),
-                                      transport=KeepAlive(httpx2.AsyncHTTPTransport()))
-            transport: Any = streamable_http_client(server.url, http_client=http)
-            return Client(transport, mode="legacy", client_info=CLIENT_INFO, elicitation_callback=self._on_elicit,
-                          cache=None)
-        return Client(_stdio(server), mode="legacy", client_info=CLIENT_INFO, elicitation_callback=self._on_elicit,
-                      cache=None)
+        if server.url is None:
+            async with Client(_stdio(server), mode="legacy", client_info=CLIENT_INFO,
+                              elicitation_callback=self._on_elicit, cache=None) as client:
+                yield client
+            return
+        headers = {k: v.get_secret_value() for k, v in server.headers.items()}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=self.timeout_s),
+                                      transport=KeepAlive()) as http, \
+                Client(streamable_http_client(server.url, http_client=http), mode="legacy", client_info=CLIENT_INFO,
+                       elicitation_callback=self._on_elicit, cache=None) as client:
+            yield client
 
     async def _on_elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         return await self._elicit(self.server, params)

@@ -1,58 +1,107 @@
-"""Keep-alive for a Streamable HTTP server's connection: the official client closes each
-call's event stream as soon as the call's result arrives, a moment before the server ends
-it, and a response closed before its end costs its connection (a new TCP connection for
-every call, for both sides). This transport reads such a response to its end first when
-the end is that near (`DRAIN_WITHIN_S`, `DRAIN_AT_MOST` bytes), so the connection goes back
-to the pool; a stream that does not end by then (a server's long-lived listening stream)
-is closed as before. The result has reached the caller already: the drain delays nothing.
+"""The HTTP under the SDK's client for a Streamable HTTP server: httpx2's transport
+interface (what `mcp`'s `streamable_http_client` takes) over aiohttp's client, which costs
+a third of the CPU per request of httpx2's own pool (and every call of a rule-allowed tool
+goes through it).
+
+Keep-alive: the SDK's client closes each call's event stream as soon as the call's result
+arrives, a moment before the server ends it, and a response closed before its end costs
+its connection (a new TCP connection for every call, on both sides). This transport reads
+such a response to its end first when the end is that near (`DRAIN_WITHIN_S`,
+`DRAIN_AT_MOST` bytes), so the connection goes back to the pool; a stream that does not end
+by then (a server's long-lived listening stream) is closed as before. The result has
+reached the caller already: the drain delays nothing.
+
+aiohttp's failures are raised as httpx2's (connect, read, timeout), which is what the SDK
+handles; bodies are passed on still encoded (httpx2 decodes them, as with its own pool).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import aiohttp
 import anyio
 import httpx2
+from yarl import URL
 
 DRAIN_WITHIN_S = 0.25
 DRAIN_AT_MOST = 64 * 1024
+NOT_PASSED = frozenset({"host", "content-length", "transfer-encoding"})  # aiohttp writes its own
 
 
 class KeepAlive(httpx2.AsyncBaseTransport):
-    """`inner` (the pool), with every response's close drained first."""
+    """One pool of connections (aiohttp's), for one downstream server's client."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
-        self.inner = inner
+    def __init__(self) -> None:
+        self._session: aiohttp.ClientSession | None = None
+
+    def _pool(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+                timeout=aiohttp.ClientTimeout(total=None))
+        return self._session
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self.inner.handle_async_request(request)
-        if isinstance(response.stream, httpx2.AsyncByteStream):
-            response.stream = Drained(response.stream)
-        return response
+        timeouts = request.extensions.get("timeout", {})
+        timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.get("connect"),
+                                        sock_read=timeouts.get("read"))
+        headers = [(k, v) for k, v in request.headers.multi_items() if k.lower() not in NOT_PASSED]
+        body = await request.aread()
+        try:
+            response = await self._pool().request(
+                request.method, URL(str(request.url), encoded=True), headers=headers, data=body or None,
+                allow_redirects=False, timeout=timeout)
+        except Exception as exc:
+            raise _as_httpx(exc, request, connecting=True) from exc
+        return httpx2.Response(response.status, headers=list(response.raw_headers), stream=Body(response, request),
+                               extensions={"http_version": b"HTTP/1.1"})
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        if self._session is not None:
+            await self._session.close()
 
 
-class Drained(httpx2.AsyncByteStream):
-    """A response body whose close reads what is left of it (briefly) before closing."""
+class Body(httpx2.AsyncByteStream):
+    """A response body whose close reads what is left of it (briefly) before letting go."""
 
-    def __init__(self, stream: httpx2.AsyncByteStream) -> None:
-        self._stream = stream
-        self._chunks = stream.__aiter__()  # one iterator, shared by the reader and the drain
+    def __init__(self, response: aiohttp.ClientResponse, request: httpx2.Request) -> None:
+        self._response = response
+        self._request = request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._chunks:
-            yield chunk
+        try:
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except Exception as exc:
+            raise _as_httpx(exc, self._request) from exc
 
     async def aclose(self) -> None:
+        content = self._response.content
         left = DRAIN_AT_MOST
         with anyio.move_on_after(DRAIN_WITHIN_S):
             try:
-                async for chunk in self._chunks:
-                    left -= len(chunk)
-                    if left < 0:
+                while left >= 0 and not content.at_eof():
+                    chunk = await content.readany()
+                    if not chunk:
                         break
-            except httpx2.TransportError:
-                pass  # the connection broke: closing below lets it go
-        await self._stream.aclose()
+                    left -= len(chunk)
+            except (aiohttp.ClientError, TimeoutError, OSError):
+                pass  # the connection broke: releasing below lets it go
+        self._response.release()  # back to the pool when read to its end, else closed
+
+
+def _as_httpx(exc: BaseException, request: httpx2.Request, connecting: bool = False) -> BaseException:
+    """aiohttp's failure as the httpx2 error the SDK's client expects (others unchanged)."""
+    message = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return httpx2.ConnectError(message, request=request)
+    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
+        if connecting and isinstance(exc, aiohttp.ConnectionTimeoutError):
+            return httpx2.ConnectTimeout(message, request=request)
+        return httpx2.ReadTimeout(message, request=request)
+    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        return httpx2.RemoteProtocolError(message, request=request)
+    if isinstance(exc, aiohttp.ClientError | OSError):
+        return httpx2.ReadError(message, request=request)
+    return exc

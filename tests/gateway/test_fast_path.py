@@ -13,16 +13,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import uvicorn
 from mcp.server.mcpserver import MCPServer
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response, StreamingResponse
-from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from adapters.gateway.keepalive import KeepAlive
 from bridge.daemon import Daemon
 from bridge.models import OPEN_STATES
 from bridge.models import Request as BridgeRequest
@@ -118,45 +112,6 @@ async def test_calls_to_an_http_server_reuse_one_connection(tmp_path: Path) -> N
             results = [await client.call_tool("count", {}) for _ in range(5)]
             assert [_text(r) for r in results] == ["1", "2", "3", "4", "5"]
     assert len(app.ports) >= 5 and len(set(app.ports[-5:])) == 1, app.ports  # one connection for the five calls
-
-
-async def forever(request: Request) -> Response:
-    async def chunks() -> AsyncIterator[bytes]:
-        yield b"first\n"
-        while True:
-            await asyncio.sleep(0.01)
-            yield b"more\n"
-    return StreamingResponse(chunks(), media_type="text/event-stream")
-
-
-async def short(request: Request) -> Response:
-    async def chunks() -> AsyncIterator[bytes]:
-        yield b"first\n"
-        yield b"last\n"
-    return StreamingResponse(chunks(), media_type="text/event-stream")
-
-
-async def peer(request: Request) -> Response:
-    client = request.client
-    return PlainTextResponse(str(client.port if client else 0))
-
-
-async def test_keep_alive_drains_a_stream_ending_now_and_lets_go_of_one_that_does_not(tmp_path: Path) -> None:
-    app = Starlette(routes=[Route("/forever", forever, methods=["POST"]), Route("/short", short, methods=["POST"]),
-                            Route("/peer", peer, methods=["POST"])])
-    async with served(app) as base, httpx2.AsyncClient(transport=KeepAlive(httpx2.AsyncHTTPTransport())) as http:
-        first = (await http.post(f"{base}/peer")).text
-        async with http.stream("POST", f"{base}/short") as response:
-            async for _ in response.aiter_bytes():
-                break  # closed before its end, as the SDK closes a call's stream
-        assert (await http.post(f"{base}/peer")).text == first  # drained: the same connection again
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        async with http.stream("POST", f"{base}/forever") as response:
-            async for _ in response.aiter_bytes():
-                break
-        assert loop.time() - started < 10  # let go of, not read forever
-        assert (await http.post(f"{base}/peer")).text != first  # that connection was closed
 
 
 async def test_a_result_passes_through_as_the_server_sent_it(tmp_path: Path) -> None:
