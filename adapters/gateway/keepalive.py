@@ -12,7 +12,9 @@ by then (a server's long-lived listening stream) is closed as before. The result
 reached the caller already: the drain delays nothing.
 
 aiohttp's failures are raised as httpx2's (connect, read, timeout), which is what the SDK
-handles; bodies are passed on still encoded (httpx2 decodes them, as with its own pool).
+handles; bodies are passed on still encoded (httpx2 decodes them, as with its own pool);
+proxies come from `HTTP_PROXY` / `HTTPS_PROXY` / `NO_PROXY`, as with httpx2; no cookies
+are kept (each request says who it is with the server's `headers`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ class KeepAlive(httpx2.AsyncBaseTransport):
     def _pool(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+                # proxies from HTTP(S)_PROXY / NO_PROXY, as httpx2 honours them
+                auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(), trust_env=True,
                 timeout=aiohttp.ClientTimeout(total=None))
         return self._session
 
