@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -21,7 +22,7 @@ from bridge.daemon import Daemon
 from bridge.models import OPEN_STATES
 from bridge.models import Request as BridgeRequest
 from tests.gateway.conftest import agent, answer, gateway_config
-from tests.gateway.py_servers import build
+from tests.gateway.py_servers import WAITING, build
 from tests.gateway.test_downstream import ALLOW_ALL, _text, py_server
 from tests.harness import running_bridge, wait_for
 from tests.mcp.conftest import free_port
@@ -150,3 +151,21 @@ async def test_an_http_server_that_is_slow_or_gone_is_a_clear_error(tmp_path: Pa
             assert not (await client.call_tool("count", {})).is_error  # its connection still serves
         gone = await asyncio.wait_for(client.call_tool("count", {}), 30)  # its pooled connection is dead now
         assert gone.is_error and "'remote'" in _text(gone)
+
+
+async def test_an_agent_cancelling_a_call_to_an_http_server_cancels_it_there(tmp_path: Path) -> None:
+    before = list(WAITING)
+    async with served(build("py-http").streamable_http_app()) as base:
+        config = gateway_config({"name": "remote", "url": f"{base}/mcp"}, extra={"policies": [ALLOW_ALL]})
+        async with running_bridge(tmp_path, config) as bridge, agent(bridge) as client:
+            with anyio.fail_after(60), anyio.CancelScope() as scope:
+                async def cancel_once_started() -> None:
+                    try:
+                        await wait_for(lambda: WAITING[0] > before[0], 20)
+                    finally:
+                        scope.cancel()
+                canceller = asyncio.create_task(cancel_once_started())
+                await client.call_tool("wait_for_cancel", {})
+            await canceller
+            await wait_for(lambda: WAITING[1] > before[1], 20)  # the server's handler was cancelled
+            assert _text(await client.call_tool("count", {})).isdigit()  # and the connection serves on
