@@ -4,8 +4,10 @@ Runs a downstream MCP server (bench/gateway_echo.py: the SDK's server, one `echo
 Streamable HTTP) and `hitl-bridge serve` (fresh SQLite store) with a gateway in front of it
 at `/mcp/bench` and a rule allowing reads (`policies:`, so no person is asked: the call is
 decided by the core's verdict step, recorded, and forwarded). Then, for each count of
-concurrent agent sessions (each its own MCP session, the real `mcp` client), `--calls`
-calls with distinct arguments are made straight to the server, then through the gateway.
+concurrent agent sessions (each its own MCP sessions, the real `mcp` client), `--calls`
+calls with distinct arguments are made on each path, straight to the server and through
+the gateway in turn (call n direct, call n through the gateway, …), so load from other
+work falls on both paths alike.
 
 Prints, next to the targets: p50 / p99 per path, what the gateway adds (gateway minus
 direct at the same percentile), and CPU per call read from /proc: the daemon's per call
@@ -29,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -83,34 +86,53 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def session_calls(url: str, headers: dict[str, str], first: int, count: int, took: list[float],
-                        ready: asyncio.Barrier) -> None:
-    async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=60)) as http, \
-            Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
-        await client.list_tools()
+@dataclass
+class Target:
+    """One path to the echo tool: straight to the server, or through the gateway."""
+
+    url: str
+    headers: dict[str, str]
+    pid: int
+    serves: int = 1  # calls the process at `pid` answers per call on this path
+    took: list[float] = field(default_factory=list)  # ms per call
+    cpu_ms: float = 0.0  # the process at `pid`, per call it answers
+
+
+async def session_calls(targets: list[Target], first: int, count: int, ready: asyncio.Barrier) -> None:
+    """One agent session per target; each call is made on every path in turn, so a burst
+    of load from elsewhere falls on both alike."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = []
+        for target in targets:
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=target.headers, timeout=httpx2.Timeout(30, read=60)))
+            client = await stack.enter_async_context(
+                Client(streamable_http_client(target.url, http_client=http), mode="legacy"))
+            await client.list_tools()
+            clients.append(client)
         await ready.wait()  # sessions open first: the CPU read covers calls, not handshakes
         for n in range(first, first + count):
-            start = time.perf_counter()
-            result = await client.call_tool("echo", {"text": f"call {n}"})
-            took.append((time.perf_counter() - start) * 1000)
-            if result.is_error:
-                raise SystemExit(f"call {n} failed: {result.content}")
+            for target, client in zip(targets, clients, strict=True):
+                start = time.perf_counter()
+                result = await client.call_tool("echo", {"text": f"call {n}"})
+                target.took.append((time.perf_counter() - start) * 1000)
+                if result.is_error:
+                    raise SystemExit(f"call {n} failed: {result.content}")
 
 
-async def run(url: str, headers: dict[str, str], calls: int, sessions: int, pid: int | None = None
-              ) -> tuple[list[float], float]:
-    """Latencies (ms) of `calls` calls over `sessions` sessions, and `pid`'s CPU ms per call."""
-    took: list[float] = []
+async def run(targets: list[Target], calls: int, sessions: int) -> None:
+    """`calls` calls on each target over `sessions` sessions; fills in each one's figures."""
+    for target in targets:
+        target.took = []
     each = calls // sessions
     ready = asyncio.Barrier(sessions + 1)
-    running: list[Awaitable[None]] = [session_calls(url, headers, s * each, each, took, ready)
-                                      for s in range(sessions)]
+    running: list[Awaitable[None]] = [session_calls(targets, s * each, each, ready) for s in range(sessions)]
     calling = asyncio.gather(*running)
     await ready.wait()
-    cpu0 = cpu_s(pid) if pid else 0.0
+    before = [cpu_s(t.pid) for t in targets]
     await calling
-    cpu = (cpu_s(pid) - cpu0) * 1000 / len(took) if pid else 0.0
-    return took, cpu
+    for target, cpu0 in zip(targets, before, strict=True):
+        target.cpu_ms = (cpu_s(target.pid) - cpu0) * 1000 / (len(target.took) * target.serves)
 
 
 @contextlib.contextmanager
@@ -141,17 +163,16 @@ async def main() -> None:
         port = free_port()
         async with echo_server(tmp) as (downstream, echo_pid), \
                 serve_process(tmp, port, config(port, downstream)) as daemon:
-            gateway = f"http://127.0.0.1:{port}/mcp/bench"
-            auth = {"Authorization": f"Bearer {TOKEN}"}
-            print(f"{args.calls} allowed calls (distinct arguments) per run; allowed by a rule (policies:)")
+            direct = Target(downstream, {}, echo_pid, serves=2)  # the echo server answers the gateway too
+            gateway = Target(f"http://127.0.0.1:{port}/mcp/bench", {"Authorization": f"Bearer {TOKEN}"}, daemon.pid)
+            print(f"{args.calls} allowed calls (distinct arguments) per path and run, the paths in turn; "
+                  "allowed by a rule (policies:)")
             for sessions in (int(s) for s in args.sessions.split(",")):
-                warm = min(200, args.calls)
-                await run(downstream, {}, warm, sessions)
-                await run(gateway, auth, warm, sessions)
-                direct, echo_cpu = await run(downstream, {}, args.calls, sessions, echo_pid)
+                await run([direct, gateway], min(200, args.calls), sessions)  # warm both paths
                 with profiled(daemon.pid, args.profile if sessions == 1 else None):
-                    through, gateway_cpu = await run(gateway, auth, args.calls, sessions, daemon.pid)
-                d50, d99, g50, g99 = pct(direct, 0.5), pct(direct, 0.99), pct(through, 0.5), pct(through, 0.99)
+                    await run([direct, gateway], args.calls, sessions)
+                d50, d99 = pct(direct.took, 0.5), pct(direct.took, 0.99)
+                g50, g99 = pct(gateway.took, 0.5), pct(gateway.took, 0.99)
                 at = f"{sessions} session{'s' if sessions > 1 else ''}"
                 figures += [
                     Figure("gateway", f"direct p50 / p99, {at}", f"{d50:.2f} / {d99:.2f} ms", "-"),
@@ -160,8 +181,8 @@ async def main() -> None:
                            g50 - d50 <= TARGET_P50_MS),
                     Figure("gateway", f"added p99, {at}", f"{g99 - d99:.2f} ms", f"≤ {TARGET_P99_MS:.0f} ms",
                            g99 - d99 <= TARGET_P99_MS),
-                    Figure("gateway", f"daemon CPU per gateway call, {at}", f"{gateway_cpu:.2f} ms", "-"),
-                    Figure("gateway", f"echo server CPU per direct call (one SDK hop), {at}", f"{echo_cpu:.2f} ms",
+                    Figure("gateway", f"daemon CPU per gateway call, {at}", f"{gateway.cpu_ms:.2f} ms", "-"),
+                    Figure("gateway", f"echo server CPU per call (one SDK hop), {at}", f"{direct.cpu_ms:.2f} ms",
                            "-"),
                 ]
                 print(table(figures[-6:]), flush=True)

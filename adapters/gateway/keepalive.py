@@ -20,6 +20,7 @@ are kept (each request says who it is with the server's `headers`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import NoReturn
 
 import aiohttp
 import anyio
@@ -56,7 +57,7 @@ class KeepAlive(httpx2.AsyncBaseTransport):
                 request.method, URL(str(request.url), encoded=True), headers=headers, data=body or None,
                 allow_redirects=False, timeout=timeout)
         except Exception as exc:
-            raise _as_httpx(exc, request, connecting=True) from exc
+            _raise_as_httpx(exc, request, connecting=True)
         return httpx2.Response(response.status, headers=list(response.raw_headers), stream=Body(response, request),
                                extensions={"http_version": b"HTTP/1.1"})
 
@@ -77,34 +78,39 @@ class Body(httpx2.AsyncByteStream):
             async for chunk in self._response.content.iter_any():
                 yield chunk
         except Exception as exc:
-            raise _as_httpx(exc, self._request) from exc
+            _raise_as_httpx(exc, self._request)
 
     async def aclose(self) -> None:
         content = self._response.content
         left = DRAIN_AT_MOST
-        with anyio.move_on_after(DRAIN_WITHIN_S):
-            try:
+        try:
+            with anyio.move_on_after(DRAIN_WITHIN_S):
                 while left >= 0 and not content.at_eof():
                     chunk = await content.readany()
                     if not chunk:
                         break
                     left -= len(chunk)
-            except (aiohttp.ClientError, TimeoutError, OSError):
-                pass  # the connection broke: releasing below lets it go
-        self._response.release()  # back to the pool when read to its end, else closed
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            pass  # the connection broke: releasing lets it go
+        finally:  # cancelled too: back to the pool when read to its end, else closed
+            self._response.release()
 
 
-def _as_httpx(exc: BaseException, request: httpx2.Request, connecting: bool = False) -> BaseException:
-    """aiohttp's failure as the httpx2 error the SDK's client expects (others unchanged)."""
+def _raise_as_httpx(exc: Exception, request: httpx2.Request, connecting: bool = False) -> NoReturn:
+    """Raise aiohttp's failure as the httpx2 error the SDK's client expects (others as they are)."""
     message = str(exc) or type(exc).__name__
+    mapped: Exception | None = None
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return httpx2.ConnectError(message, request=request)
-    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
+        mapped = httpx2.ConnectError(message, request=request)
+    elif isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
         if connecting and isinstance(exc, aiohttp.ConnectionTimeoutError):
-            return httpx2.ConnectTimeout(message, request=request)
-        return httpx2.ReadTimeout(message, request=request)
-    if isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
-        return httpx2.RemoteProtocolError(message, request=request)
-    if isinstance(exc, aiohttp.ClientError | OSError):
-        return httpx2.ReadError(message, request=request)
-    return exc
+            mapped = httpx2.ConnectTimeout(message, request=request)
+        else:
+            mapped = httpx2.ReadTimeout(message, request=request)
+    elif isinstance(exc, aiohttp.ClientPayloadError | aiohttp.ServerDisconnectedError):
+        mapped = httpx2.RemoteProtocolError(message, request=request)
+    elif isinstance(exc, aiohttp.ClientError | OSError):
+        mapped = httpx2.ReadError(message, request=request)
+    if mapped is None:
+        raise exc
+    raise mapped from exc
