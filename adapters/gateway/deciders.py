@@ -3,7 +3,9 @@ step the gateway does not do itself. Everything else runs the same code in both 
 
 - `CoreDecider` (the daemon's `/mcp/<name>`): `RequestSink.submit` and `RequestSink.wait`,
   the core's own ports, `created_by` the token the agent's session opened with. A request
-  the rules decide comes back closed from `submit`.
+  the rules decide comes back closed from `submit`, its decision on record (the core
+  records a rule's answer before `submit` returns; when it cannot, the request stays open
+  for a person). A store that cannot take the request at all is `NotAsked`: not called.
 - `ApiDecider` (`hitl-bridge gateway`): the same through a running bridge's HTTP API
   (`hitl-bridge-client`), as `hitl-bridge mcp` does.
 """
@@ -17,6 +19,7 @@ import anyio
 from hitl_bridge_client import AsyncClient, BridgeError, Conflict
 from pydantic import ValidationError
 
+from bridge.errors import BridgeError as Refused
 from bridge.http.views import request_view
 from bridge.models import RequestIn
 from bridge.ports import RequestSink
@@ -60,7 +63,14 @@ class CoreDecider:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise NotAsked(f"the call cannot be asked about ({where}: {err['msg']})") from None
-        request, _ = await self.sink.submit(asked, source=self.source, created_by=created_by)
+        try:
+            request, _ = await self.sink.submit(asked, source=self.source, created_by=created_by)
+        except Refused as exc:
+            raise NotAsked(f"the bridge refused the call: {exc}") from None
+        except Exception as exc:  # the store failed: nothing is on record, so nothing is called
+            log.exception("gateway %s: the request for a call could not be recorded", self.source)
+            raise NotAsked(f"the bridge could not record the call ({type(exc).__name__}); see the bridge's "
+                           "log") from None
         return request_view(request)
 
     async def wait(self, request_id: str, seconds: float) -> dict[str, Any]:

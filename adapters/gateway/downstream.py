@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -24,9 +25,21 @@ from anyio.abc import TaskGroup, TaskStatus
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, ElicitRequestParams, ElicitResult, ErrorData, Implementation
+from mcp_types import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
+    CallToolRequest,
+    CallToolRequestParams,
+    CallToolResult,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    Implementation,
+)
 
+from adapters.gateway.keepalive import KeepAlive
 from adapters.gateway.settings import ServerSettings
 from bridge.health import Health
 
@@ -147,16 +160,21 @@ class Downstream:
             self._tasks.start_soon(self._restart)
             return
 
-    def _connected(self) -> Client:
+    @asynccontextmanager
+    async def _connected(self) -> AsyncIterator[Client]:
+        """The connected client; over HTTP, its connection pool is closed with it."""
         server = self.server
-        if server.url is not None:
-            headers = {k: v.get_secret_value() for k, v in server.headers.items()}
-            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=self.timeout_s))
-            transport: Any = streamable_http_client(server.url, http_client=http)
-            return Client(transport, mode="legacy", client_info=CLIENT_INFO, elicitation_callback=self._on_elicit,
-                          cache=None)
-        return Client(_stdio(server), mode="legacy", client_info=CLIENT_INFO, elicitation_callback=self._on_elicit,
-                      cache=None)
+        if server.url is None:
+            async with Client(_stdio(server), mode="legacy", client_info=CLIENT_INFO,
+                              elicitation_callback=self._on_elicit, cache=None) as client:
+                yield client
+            return
+        headers = {k: v.get_secret_value() for k, v in server.headers.items()}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=self.timeout_s),
+                                      transport=KeepAlive()) as http, \
+                Client(streamable_http_client(server.url, http_client=http), mode="legacy", client_info=CLIENT_INFO,
+                       elicitation_callback=self._on_elicit, cache=None) as client:
+            yield client
 
     async def _on_elicit(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         return await self._elicit(self.server, params)
@@ -189,6 +207,20 @@ class Downstream:
                 raise DownstreamFailed(f"server {self.server.name!r} did not answer within "
                                        f"{self.timeout_s:.0f}s") from None
             raise
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], progress: ProgressFnT) -> CallToolResult:
+        """Forward a `tools/call` and return the server's result as it is. It is not checked
+        against the tool's output schema here (the SDK client's `call_tool` would, and list
+        the tools again when it has not seen one): the agent's client checks it against the
+        listing the gateway passed on, and the gateway checks nothing it then passes on."""
+        request = CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments))
+
+        async def send(client: Client) -> CallToolResult:
+            return await client.session.send_request(request, CallToolResult, progress_callback=progress,
+                                                     request_read_timeout_seconds=self.timeout_s)
+
+        result: CallToolResult = await self.call(send)
+        return result
 
     async def _restart(self) -> None:
         try:

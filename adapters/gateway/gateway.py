@@ -190,9 +190,7 @@ class Gateway:
 
         with session.calling(entry.server.name, ctx):
             try:
-                result: CallToolResult = await downstream.call(lambda c: c.call_tool(
-                    entry.name, verdict.arguments, progress_callback=forward_progress,
-                    read_timeout_seconds=downstream.timeout_s))
+                result = await downstream.call_tool(entry.name, verdict.arguments, forward_progress)
             except DownstreamFailed as exc:
                 return tool_error(str(exc))
             except MCPError as exc:

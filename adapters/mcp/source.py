@@ -125,7 +125,8 @@ class McpEndpoint:
                            {"www-authenticate": "Bearer"})(scope, receive, send)
             return
         try:
-            await asyncio.wait_for(self.source._running.wait(), READY_WITHIN_S)
+            if not self.source._running.is_set():  # not a task and a timer for every request
+                await asyncio.wait_for(self.source._running.wait(), READY_WITHIN_S)
         except TimeoutError:
             await _refusal(503, f"the MCP endpoint {self.source.path} is not running (starting, or stopping)",
                            {"retry-after": "1"})(scope, receive, send)
