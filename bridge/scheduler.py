@@ -236,6 +236,11 @@ class Scheduler:
         if changed:
             self._arm()
 
+    @property
+    def wakes_at(self) -> datetime | None:
+        """The instant the wake-up job is armed for (None: not armed)."""
+        return None if self._armed_for is None else datetime.fromtimestamp(self._armed_for, UTC)
+
     def _resync_soon(self) -> None:
         """Notifications were missed (a lost connection): re-read the timers due soon."""
         if self._stopping or self._aps is None:

@@ -79,7 +79,7 @@ def parse(payload: str) -> tuple[str, bool, datetime | None] | None:
     state, epoch, request_id = parts
     try:
         at = datetime.fromtimestamp(float(epoch), UTC) if epoch else None
-    except ValueError:
+    except (ValueError, OverflowError, OSError):  # not a number, nan, inf, past year 9999
         return None
     return decode_text(request_id), state in OPEN, at
 
@@ -99,6 +99,7 @@ class Follower:
         self.backend_pid: int | None = None  # the listening session (tests end it to prove recovery)
         self.received = 0  # notifications heard
         self.batches = 0  # passes that handled them
+        self.handled = 0  # notifications handled (a lost connection drops none it had delivered)
         self.malformed = 0  # payloads skipped
         self._listened = False
         self.backoff: tuple[float, ...] = BACKOFF_S  # waits between reconnection attempts (the last one repeats)
@@ -211,6 +212,8 @@ class Follower:
             self.handle(payloads)
         except Exception:  # a bug in a hook must not stop the notifications that follow
             log.exception("store: handling %d change notification(s) failed", len(payloads))
+        finally:
+            self.handled += len(payloads)
 
     def handle(self, payloads: Sequence[str]) -> None:
         """What a batch of notifications means, told to the sink in one call each: the latest
