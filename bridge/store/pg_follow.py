@@ -79,9 +79,9 @@ def parse(payload: str) -> tuple[str, bool, datetime | None] | None:
     state, epoch, request_id = parts
     try:
         at = datetime.fromtimestamp(float(epoch), UTC) if epoch else None
-    except (ValueError, OverflowError, OSError):  # not a number, nan, inf, past year 9999
+        return decode_text(request_id), state in OPEN, at
+    except (ValueError, OverflowError, OSError):  # not a number, nan, inf, past year 9999; a bad escape
         return None
-    return decode_text(request_id), state in OPEN, at
 
 
 class Follower:
