@@ -148,6 +148,10 @@ class ChangeFeed:
         """The ids somebody waits on now."""
         return list(self._waiters)
 
+    def anyone_waiting(self) -> bool:
+        """A long poll or a live view waits here now (a change elsewhere is awaited)."""
+        return bool(self._waiters or self._watchers)
+
     async def until_waited(self) -> None:
         """Return once somebody waits (at once when somebody does): a follower that only
         serves waiters sleeps here, at no cost, while nobody waits."""

@@ -49,6 +49,9 @@ class ChangeSink(Protocol):
     def waited_ids(self) -> list[str]:
         """The ids somebody waits on now."""
 
+    def anyone_waiting(self) -> bool:
+        """A long poll or a live view waits now."""
+
     async def until_waited(self) -> None:
         """Return once somebody waits."""
 

@@ -15,10 +15,13 @@ views wait on moves once, the waiters of the requests that closed are woken (one
 each; a change that leaves a request open wakes nobody: waits are for a close), and the
 scheduler gets every request's latest instant at once (`Scheduler.touch`: one look at its
 wake-up job). No read at all: the payload says what the waiters and the scheduler need.
-Under a stream of notifications the connection is read at most every COALESCE_S: after
-a read that brought notifications, reading pauses that long, and what arrived meanwhile
-comes in one read, one wake-up of the process (a quiet connection is read at once: the
-first change after a pause is handled without delay).
+Under a stream of notifications the connection is read at most every COALESCE_S (50 ms;
+5 ms while a long poll or a live view waits here, COALESCE_WAITED_S): after a read that
+brought notifications, reading pauses that long, and what arrived meanwhile comes in one
+read, one wake-up of the process (a quiet connection is read at once: the first change
+after a pause is handled without delay). Each wake-up of a process costs far more than a
+notification handled in a batch, so this is what keeps a replica's share of the others'
+intake small.
 
 A payload is a hint, never trusted further: anyone who may connect to the database may
 NOTIFY on the channel. A malformed one is logged (once per batch) and skipped; a forged
@@ -59,7 +62,11 @@ CHECK_TIMEOUT_S = 5.0
 BACKOFF_S = (0.05, 0.2, 1.0, 2.0, 5.0)
 OPEN = frozenset({"pending", "posted"})
 BATCH = 2000  # notifications handled in one pass; a longer burst takes several
-COALESCE_S = 0.02  # a stream of notifications is read at most this often (one wake-up for many)
+#: a stream of notifications is read at most this often (one wake-up for many): with nobody
+#: waiting here only timers hear them (minutes away), with a long poll or a live view waiting
+#: the hold is short (a wake-up from another replica is late by that much at most)
+COALESCE_S = 0.05
+COALESCE_WAITED_S = 0.005
 MALFORMED_LOG_EVERY_S = 60.0
 
 
@@ -105,6 +112,8 @@ class Follower:
         self.backoff: tuple[float, ...] = BACKOFF_S  # waits between reconnection attempts (the last one repeats)
         self.batch = BATCH
         self.coalesce_s = COALESCE_S
+        self.coalesce_waited_s = COALESCE_WAITED_S
+        self.last_hold = 0.0  # the latest pause of reading, seconds (tests)
         #: reading the connection can be paused (asyncpg's transport is reachable): a stream of
         #: notifications is read COALESCE_S at a time; without it each one is read on arrival
         self.coalescing = False
@@ -187,12 +196,14 @@ class Follower:
             self._hold(self._transport)
 
     def _hold(self, transport: asyncio.Transport) -> None:
-        """Read the connection again only after `coalesce_s`: what arrives meanwhile waits in
-        the socket and comes in one read (one wake-up for many notifications)."""
+        """Read the connection again only after `coalesce_s` (`coalesce_waited_s` while a long
+        poll or a live view waits here): what arrives meanwhile waits in the socket and comes
+        in one read (one wake-up for many notifications)."""
         if transport.is_closing():
             return
         transport.pause_reading()
-        self._held = asyncio.get_running_loop().call_later(self.coalesce_s, self._read_again, transport)
+        hold = self.last_hold = self.coalesce_waited_s if self.sink.anyone_waiting() else self.coalesce_s
+        self._held = asyncio.get_running_loop().call_later(hold, self._read_again, transport)
 
     def _read_again(self, transport: asyncio.Transport) -> None:
         self._held = None

@@ -126,7 +126,7 @@ async def test_a_connection_lost_with_a_burst_unread_loses_no_change(
     down: every waiter is woken, each notification it had been delivered is handled, and it
     listens again."""
     async with following(postgres_url) as (store, feed, follower, writer):
-        follower.coalesce_s = 1.0  # the next read comes a second after the one that held it
+        follower.coalesce_s = follower.coalesce_waited_s = 1.0  # the next read a second after the one that held it
         follower.backoff = (0.5,)
         ids = [f"g-{n:04d}" for n in range(200)]
         await writer.execute(INSERT, ids, "pending", None)
