@@ -185,6 +185,11 @@ class Follower:
             self.sink.changed_elsewhere(await self.closed_among(waited))
         self.sink.gap()
 
+    @property
+    def holding(self) -> bool:
+        """Reading is paused now (notifications that arrive wait for the next read)."""
+        return self._held is not None
+
     # notifications: queued by asyncpg's callback, handled a batch at a time -------------------
     def _notified(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
         self.received += 1

@@ -132,10 +132,10 @@ async def test_a_connection_lost_with_a_burst_unread_loses_no_change(
         await writer.execute(INSERT, ids, "pending", None)
         await wait_for(lambda: follower.handled >= 200, WITHIN)
         waiters = [feed.waiter(rid) for rid in ids]
-        await wait_for(lambda: follower._held is None, WITHIN)  # the hold of that read is over
+        await wait_for(lambda: not follower.holding, WITHIN)  # the hold of that read is over
         await writer.execute(INSERT, ["primer"], "pending", None)  # read at once, then a hold begins
         await wait_for(lambda: follower.handled >= 201, WITHIN)
-        assert follower._held is not None
+        assert follower.holding
         await writer.execute("UPDATE requests SET state='cancelled' WHERE id = ANY($1::text[])", ids[:100])
         admin = await asyncpg.connect(postgres_admin_url)
         try:
