@@ -232,22 +232,30 @@ class Follower:
             self.handled += len(payloads)
 
     def handle(self, payloads: Sequence[str]) -> None:
-        """What a batch of notifications means, told to the sink in one call each: the latest
-        state and instant of every request named (notifications come in commit order)."""
-        latest: dict[str, tuple[bool, datetime | None]] = {}
+        """What a batch of notifications means, told to the sink in one call each: the requests
+        that closed (any notification saying so: a close is final, so a later or forged "open"
+        cannot hide it), and the latest instant of every other one named (notifications come
+        in commit order)."""
+        instants: dict[str, datetime | None] = {}
+        closed: set[str] = set()
         bad: list[str] = []
         for payload in payloads:
             found = parse(payload)
             if found is None:
                 bad.append(payload)
+                continue
+            request_id, is_open, at = found
+            if is_open:
+                instants[request_id] = at
             else:
-                latest[found[0]] = found[1:]
+                closed.add(request_id)
         if bad:
             self._malformed(bad)
-        if not latest:
+        if not instants and not closed:
             return
-        self.sink.changed_elsewhere([rid for rid, (is_open, _at) in latest.items() if not is_open])
-        self.sink.timers_elsewhere({rid: at if is_open else None for rid, (is_open, at) in latest.items()})
+        self.sink.changed_elsewhere(closed)
+        instants.update(dict.fromkeys(closed))
+        self.sink.timers_elsewhere(instants)
 
     def _malformed(self, bad: list[str]) -> None:
         """Skip them, saying so at most once every MALFORMED_LOG_EVERY_S (a flood of forged

@@ -109,6 +109,12 @@ async def test_malformed_and_forged_payloads_are_skipped_logged_and_cost_the_goo
                 await writer.execute("SELECT pg_notify($1, $2)", channel, payload)
         await woken([waiter])
         await wait_for(lambda: follower.handled == follower.received == len(bad) + 1, WITHIN)
+        # a forged "still open" after a real close in the same batch hides nothing
+        late = feed.waiter("good-2")
+        async with writer.transaction():
+            await writer.execute(INSERT, ["good-2"], "cancelled", None)
+            await writer.execute("SELECT pg_notify($1, $2)", channel, "posted\t\tgood-2")
+        await woken([late])
         assert follower.malformed == 7  # "\t\t\t\t" is well formed: state "", no instant, id "\t\t"
         warnings = [r.getMessage() for r in caplog.records if "malformed change notification" in r.getMessage()]
         assert len(warnings) == 1 and len(warnings[0]) < 600  # said once, the payload cut short
