@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import secrets
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Protocol
 
@@ -58,8 +58,8 @@ class ChangeFeed:
         self.instance = secrets.token_hex(4)
         #: live views waiting for any change at all (`until_changed`)
         self._watchers: set[asyncio.Future[None]] = set()
-        #: (request id, next timer instant or None) of a change made elsewhere: the scheduler
-        self.on_timer: list[Callable[[str, datetime | None], None]] = []
+        #: {request id: next timer instant or None} of a batch of changes made elsewhere: the scheduler
+        self.on_timer: list[Callable[[Mapping[str, datetime | None]], None]] = []
         #: called after the follower missed changes for a while (a lost connection)
         self.on_gap: list[Callable[[], None]] = []
         #: requests this process saw close, the latest CLOSED_KEPT (posting skips a store read
@@ -192,6 +192,10 @@ class ChangeFeed:
             return list(self._waiters)
         return list(self._waiters.keys() | self._watches.keys())
 
+    def anyone_waiting(self) -> bool:
+        """A long poll or a live view waits here now (a change elsewhere is awaited)."""
+        return bool(self._waiters or self._watchers)
+
     async def until_waited(self) -> None:
         """Return once somebody waits (at once when somebody does): a follower that only
         serves waiters sleeps here, at no cost, while nobody waits."""
@@ -202,7 +206,9 @@ class ChangeFeed:
             await self._someone_waits.wait()
 
     def changed_elsewhere(self, request_ids: Iterable[str]) -> None:
-        """Requests changed in another process: their waiters read them again."""
+        """Something changed in another process (live views look again); `request_ids`
+        closed there: their waiters read them again. A waiter waits for a close (`wait_closed`),
+        so a change that leaves a request open wakes none (no read for nothing)."""
         self._moved()
         for request_id in request_ids:
             for fut in self._waiters.pop(request_id, ()):
@@ -211,10 +217,11 @@ class ChangeFeed:
             for watcher in self._watches.get(request_id, ()):
                 watcher.changed(request_id, None)
 
-    def timer_elsewhere(self, request_id: str, at: datetime | None) -> None:
-        """Another process set the request's next timer instant (None: none, or closed)."""
-        for hook in self.on_timer:
-            hook(request_id, at)
+    def timers_elsewhere(self, instants: Mapping[str, datetime | None]) -> None:
+        """Other processes set these requests' next timer instants (None: none, or closed)."""
+        if instants:
+            for hook in self.on_timer:
+                hook(instants)
 
     def gap(self) -> None:
         """Changes made elsewhere may have been missed (the follower reconnected)."""

@@ -12,9 +12,10 @@ that passed during downtime fires immediately, exactly once (closing is a compar
 in the store); reminders missed during downtime collapse into one.
 
 With a store that replicas share (PostgreSQL), a timer armed, re-armed or cleared on one
-replica reaches the others as it is committed (`touch`, fed by the store's change
-notifications, `bridge.store.pg_follow`), and every replica also re-reads the timers due
-soon from the store every RESYNC (5 s), and at once after missing notifications: a request
+replica reaches the others as it is committed (`touch`, fed a batch at a time by the
+store's change notifications, `bridge.store.pg_follow`), and every replica also re-reads
+the timers due soon from the store every RESYNC (5 s), and at once after missing
+notifications (a forged or stale instant is corrected before it is due): a request
 taken in by a replica that then stopped still gets its deadline, reminders and escalation
 from the others, at most RESYNC late.
 When several replicas hold the same timer, each action is a compare-and-set in the store,
@@ -31,7 +32,7 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -224,11 +225,21 @@ class Scheduler:
             if not self._stopping:
                 log.exception("re-reading the timers from the store failed; trying again in %s", RESYNC)
 
-    def touch(self, request_id: str, at: datetime | None) -> None:
-        """Another replica armed, re-armed or cleared this request's timer (`at`: its next
-        instant as committed, None when it has none or closed): follow it at once."""
-        if self.index.arm(request_id, at):
+    def touch(self, instants: Mapping[str, datetime | None]) -> None:
+        """Other replicas armed, re-armed or cleared these requests' timers (each one's next
+        instant as committed, None when it has none or closed): follow them at once, with
+        one look at the wake-up job for the whole batch (only an earlier instant moves it)."""
+        arm = self.index.arm
+        changed = False
+        for request_id, at in instants.items():
+            changed = arm(request_id, at) or changed
+        if changed:
             self._arm()
+
+    @property
+    def wakes_at(self) -> datetime | None:
+        """The instant the wake-up job is armed for (None: not armed)."""
+        return None if self._armed_for is None else datetime.fromtimestamp(self._armed_for, UTC)
 
     def _resync_soon(self) -> None:
         """Notifications were missed (a lost connection): re-read the timers due soon."""

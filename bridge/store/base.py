@@ -5,7 +5,7 @@ once over a backend that supplies the SQL (`bridge.store.transactions`), with tw
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import ClassVar, Protocol
 
@@ -49,14 +49,19 @@ class ChangeSink(Protocol):
     def waited_ids(self) -> list[str]:
         """The ids somebody waits on now."""
 
+    def anyone_waiting(self) -> bool:
+        """A long poll or a live view waits now."""
+
     async def until_waited(self) -> None:
         """Return once somebody waits."""
 
     def changed_elsewhere(self, request_ids: Iterable[str]) -> None:
-        """These requests changed: wake their waiters (they read them again)."""
+        """Something changed elsewhere (live views look again); these requests closed: wake
+        their waiters (they read them again). Called once per batch of changes."""
 
-    def timer_elsewhere(self, request_id: str, at: datetime | None) -> None:
-        """The request's next timer instant is now `at` (None: no timer, or closed)."""
+    def timers_elsewhere(self, instants: Mapping[str, datetime | None]) -> None:
+        """These requests' next timer instants are now these (None: no timer, or closed),
+        as committed elsewhere; one call per batch of changes."""
 
     def gap(self) -> None:
         """Changes may have been missed meanwhile (a lost connection): re-read what matters."""

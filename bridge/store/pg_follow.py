@@ -6,13 +6,35 @@ commit, and never for a rolled-back change, so a notification means committed. T
 is `state<TAB>next timer instant (epoch seconds, empty: none)<TAB>id`; the channel is
 `hitl_bridge.<schema>` (bridges in other schemas of the database do not hear each other).
 
-Each daemon keeps one listening connection. A notification pokes the waiters of that request
-(they read it again) and hands its next timer instant to the scheduler (`Scheduler.touch`):
-no read at all when nobody waits on it. When the connection is lost (server restart, a
-killed backend, a network cut), the follower says so (log + health `store:changes`,
-degraded: answers still work, waiters on this replica just learn of other replicas'
-changes late), reconnects with backoff, LISTENs again and only then re-checks what it may
-have missed: which waited requests closed meanwhile, and the timers due soon (`gap`).
+Each daemon keeps one listening connection, and every replica hears every change (its own
+too), so what a notification costs is paid once per replica per change: it is kept small.
+Notifications are handled a batch at a time: asyncpg's callback only queues the payload,
+and one pass over the queue (at most BATCH of them; a longer burst is handled in several
+passes, the event loop runs in between) makes one call for the batch: the version live
+views wait on moves once, the waiters of the requests that closed are woken (one wake-up
+each; a change that leaves a request open wakes nobody: waits are for a close), and the
+scheduler gets every request's latest instant at once (`Scheduler.touch`: one look at its
+wake-up job). No read at all: the payload says what the waiters and the scheduler need.
+Under a stream of notifications the connection is read at most every COALESCE_S (50 ms;
+5 ms while a long poll or a live view waits here, COALESCE_WAITED_S): after a read that
+brought notifications, reading pauses that long, and what arrived meanwhile comes in one
+read, one wake-up of the process (a quiet connection is read at once: the first change
+after a pause is handled without delay). Each wake-up of a process costs far more than a
+notification handled in a batch, so this is what keeps a replica's share of the others'
+intake small.
+
+A payload is a hint, never trusted further: anyone who may connect to the database may
+NOTIFY on the channel. A malformed one is logged (once per batch) and skipped; a forged
+one costs a waiter's read or a timer's re-read, never a double or early action (every
+timer action re-reads its row and is a compare-and-set), and the scheduler's resync
+re-reads the instants due soon from the table.
+
+When the connection is lost (server restart, a killed backend, a network cut), the
+follower says so (log + health `store:changes`, degraded: answers still work, waiters on
+this replica just learn of other replicas' changes late), reconnects with backoff, LISTENs
+again and only then re-checks what it may have missed: which waited requests closed
+meanwhile, and the timers due soon (`gap`). Notifications received before the loss are
+still handled (they were committed).
 """
 
 from __future__ import annotations
@@ -20,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +61,13 @@ KEEPALIVE_S = 10.0  # an idle listening connection is checked this often (a sile
 CHECK_TIMEOUT_S = 5.0
 BACKOFF_S = (0.05, 0.2, 1.0, 2.0, 5.0)
 OPEN = frozenset({"pending", "posted"})
+BATCH = 2000  # notifications handled in one pass; a longer burst takes several
+#: a stream of notifications is read at most this often (one wake-up for many): with nobody
+#: waiting here only timers hear them (minutes away), with a long poll or a live view waiting
+#: the hold is short (a wake-up from another replica is late by that much at most)
+COALESCE_S = 0.05
+COALESCE_WAITED_S = 0.005
+MALFORMED_LOG_EVERY_S = 60.0
 
 
 def channel_of(schema: str) -> str:
@@ -55,9 +86,9 @@ def parse(payload: str) -> tuple[str, bool, datetime | None] | None:
     state, epoch, request_id = parts
     try:
         at = datetime.fromtimestamp(float(epoch), UTC) if epoch else None
-    except ValueError:
+        return decode_text(request_id), state in OPEN, at
+    except (ValueError, OverflowError, OSError):  # not a number, nan, inf, past year 9999; a bad escape
         return None
-    return decode_text(request_id), state in OPEN, at
 
 
 class Follower:
@@ -73,9 +104,24 @@ class Follower:
         self.connected = asyncio.Event()  # set while listening (tests wait on it)
         self.reconnects = 0
         self.backend_pid: int | None = None  # the listening session (tests end it to prove recovery)
-        self.received = 0
+        self.received = 0  # notifications heard
+        self.batches = 0  # passes that handled them
+        self.handled = 0  # notifications handled (a lost connection drops none it had delivered)
+        self.malformed = 0  # payloads skipped
         self._listened = False
         self.backoff: tuple[float, ...] = BACKOFF_S  # waits between reconnection attempts (the last one repeats)
+        self.batch = BATCH
+        self.coalesce_s = COALESCE_S
+        self.coalesce_waited_s = COALESCE_WAITED_S
+        self.last_hold = 0.0  # the latest pause of reading, seconds (tests)
+        #: reading the connection can be paused (asyncpg's transport is reachable): a stream of
+        #: notifications is read COALESCE_S at a time; without it each one is read on arrival
+        self.coalescing = False
+        self._queue: deque[str] = deque()
+        self._draining = False  # a pass over the queue is scheduled
+        self._transport: asyncio.Transport | None = None
+        self._held: asyncio.TimerHandle | None = None  # reading paused until this fires
+        self._malformed_logged = -MALFORMED_LOG_EVERY_S
 
     async def run(self) -> None:
         failures = 0
@@ -103,6 +149,9 @@ class Follower:
         lost = asyncio.Event()
         try:
             conn.add_termination_listener(lambda _c: lost.set())
+            transport = getattr(conn, "_transport", None)  # asyncpg keeps it private
+            self.coalescing = callable(getattr(transport, "pause_reading", None))
+            self._transport = transport if self.coalescing else None
             schema = await conn.fetchval("SELECT current_schema()")
             await conn.add_listener(channel_of(str(schema)), self._notified)
             self.backend_pid = conn.get_server_pid()
@@ -122,6 +171,10 @@ class Follower:
             raise ConnectionError("the listening connection was closed")
         finally:
             self.connected.clear()
+            self._transport = None
+            if self._held is not None:
+                self._held.cancel()
+                self._held = None
             if not conn.is_closed():
                 conn.terminate()  # the server ends the session (and its LISTEN) with it
 
@@ -132,15 +185,85 @@ class Follower:
             self.sink.changed_elsewhere(await self.closed_among(waited))
         self.sink.gap()
 
+    @property
+    def holding(self) -> bool:
+        """Reading is paused now (notifications that arrive wait for the next read)."""
+        return self._held is not None
+
+    # notifications: queued by asyncpg's callback, handled a batch at a time -------------------
     def _notified(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
         self.received += 1
-        found = parse(payload)
-        if found is None:
-            log.warning("store: ignoring a malformed change notification %r", payload[:200])
+        self._queue.append(payload)
+        if not self._draining:  # every notification of this read is queued before the pass runs
+            self._draining = True
+            asyncio.get_running_loop().call_soon(self._drain)
+        if self._held is None and self._transport is not None:
+            self._hold(self._transport)
+
+    def _hold(self, transport: asyncio.Transport) -> None:
+        """Read the connection again only after `coalesce_s` (`coalesce_waited_s` while a long
+        poll or a live view waits here): what arrives meanwhile waits in the socket and comes
+        in one read (one wake-up for many notifications)."""
+        if transport.is_closing():
             return
-        request_id, is_open, at = found
+        transport.pause_reading()
+        hold = self.last_hold = self.coalesce_waited_s if self.sink.anyone_waiting() else self.coalesce_s
+        self._held = asyncio.get_running_loop().call_later(hold, self._read_again, transport)
+
+    def _read_again(self, transport: asyncio.Transport) -> None:
+        self._held = None
+        if not transport.is_closing():
+            transport.resume_reading()
+
+    def _drain(self) -> None:
+        """One pass: handle up to `batch` queued notifications; the rest in the next pass."""
+        queue = self._queue
+        payloads = [queue.popleft() for _ in range(min(len(queue), self.batch))]
+        if queue:
+            asyncio.get_running_loop().call_soon(self._drain)
+        else:
+            self._draining = False
+        self.batches += 1
         try:
-            self.sink.changed_elsewhere((request_id,))
-            self.sink.timer_elsewhere(request_id, at if is_open else None)
+            self.handle(payloads)
         except Exception:  # a bug in a hook must not stop the notifications that follow
-            log.exception("store: handling the change notification of %s failed", request_id)
+            log.exception("store: handling %d change notification(s) failed", len(payloads))
+        finally:
+            self.handled += len(payloads)
+
+    def handle(self, payloads: Sequence[str]) -> None:
+        """What a batch of notifications means, told to the sink in one call each: the requests
+        that closed (any notification saying so: a close is final, so a later or forged "open"
+        cannot hide it), and the latest instant of every other one named (notifications come
+        in commit order)."""
+        instants: dict[str, datetime | None] = {}
+        closed: set[str] = set()
+        bad: list[str] = []
+        for payload in payloads:
+            found = parse(payload)
+            if found is None:
+                bad.append(payload)
+                continue
+            request_id, is_open, at = found
+            if is_open:
+                instants[request_id] = at
+            else:
+                closed.add(request_id)
+        if bad:
+            self._malformed(bad)
+        if not instants and not closed:
+            return
+        self.sink.changed_elsewhere(closed)
+        instants.update(dict.fromkeys(closed))
+        self.sink.timers_elsewhere(instants)
+
+    def _malformed(self, bad: list[str]) -> None:
+        """Skip them, saying so at most once every MALFORMED_LOG_EVERY_S (a flood of forged
+        notifications must not flood the log)."""
+        self.malformed += len(bad)
+        now = time.monotonic()
+        if now - self._malformed_logged >= MALFORMED_LOG_EVERY_S:
+            self._malformed_logged = now
+            log.warning("store: ignoring %d malformed change notification(s) (%d since start; not from a "
+                        "hitl-bridge trigger: who else NOTIFYs on this channel?), the first: %r",
+                        len(bad), self.malformed, bad[0][:200])
