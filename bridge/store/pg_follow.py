@@ -237,7 +237,7 @@ class Follower:
         cannot hide it), and the latest instant of every other one named (notifications come
         in commit order)."""
         instants: dict[str, datetime | None] = {}
-        closed: set[str] = set()
+        closed: dict[str, None] = {}  # in commit order: waiters and streams hear closes as they happened
         bad: list[str] = []
         for payload in payloads:
             found = parse(payload)
@@ -248,13 +248,13 @@ class Follower:
             if is_open:
                 instants[request_id] = at
             else:
-                closed.add(request_id)
+                closed[request_id] = None
         if bad:
             self._malformed(bad)
         if not instants and not closed:
             return
-        self.sink.changed_elsewhere(closed)
-        instants.update(dict.fromkeys(closed))
+        self.sink.changed_elsewhere(list(closed))
+        instants.update(closed)
         self.sink.timers_elsewhere(instants)
 
     def _malformed(self, bad: list[str]) -> None:
