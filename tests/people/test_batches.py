@@ -3,6 +3,7 @@ through the ordinary answer path with its own result and the shared batch id."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +117,22 @@ def test_a_route_may_name_its_own_key_or_never_batch() -> None:
     assert batch_key(made(labels={"job": "a"}), by_label) == batch_key(made(title="x", labels={"job": "a"}), by_label)
     assert batch_key(made(labels={"job": "a"}), by_label) != batch_key(made(labels={"job": "b"}), by_label)
     assert batch_key(made(), Route(name="r", batch_key=[])) is None
+
+
+async def test_the_async_client_batches_and_sets_a_window(tmp_path: Path) -> None:
+    from hitl_bridge_client import AsyncClient
+
+    token = RELAY_TOKENS["api_tokens"]["relay"]["token"]
+    clock = ManualClock()
+    async with bridge_on(tmp_path, clock, PEOPLE) as daemon, \
+            AsyncClient(daemon.base_url, token=token) as client:
+        ids = [await create(daemon, title=f"Delete file 'g{n}.txt'", tool="fs.delete") for n in range(3)]
+        grouped = await client.batches()
+        assert [sorted(b["ids"]) for b in grouped] == [sorted(ids)]
+        result = await client.answer_batch([*ids, "r_nosuch"], "yes", responder="person:ana")
+        assert result["counts"]["answered"] == 3 and result["results"][-1]["id"] == "r_nosuch"
+        window = await client.away("bo", (clock.now() + timedelta(days=3)).isoformat(), person="person:ana")
+        assert (window["person"], window["delegate"]) == ("ana", "bo")
+        assert [w["person"] for w in await client.away_list()] == ["ana"]
+        assert (await client.back("person:ana"))["ended"] is True
+        assert await client.away_list() == []

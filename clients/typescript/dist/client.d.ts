@@ -26,6 +26,26 @@ export interface AnswerOptions {
     values?: Record<string, unknown>;
     responder?: string;
     reason?: string;
+    /** with an approval: a standing approval — "session", "span:3600", "always", or
+     * `{ scope: "always", pattern: "Bash(npm test:*)" }` */
+    grant?: string | {
+        scope: string;
+        pattern?: string;
+    };
+}
+/** The same answer to many requests (`answerBatch`): each item goes through the ordinary answer path. */
+export interface BatchOptions {
+    value?: unknown;
+    values?: Record<string, unknown>;
+    responder?: string;
+    reason?: string;
+}
+/** A delegation window (`away`): `until` and `starts` are ISO 8601 with a UTC offset. */
+export interface AwayOptions {
+    until: string;
+    starts?: string;
+    /** who is away: with a token that acts for others, a person of `people:`; else the caller */
+    person?: string;
 }
 /**
  * The daemon's HTTP API. `baseUrl` and `token` default to HITL_BRIDGE_URL and HITL_BRIDGE_TOKEN
@@ -64,7 +84,28 @@ export declare class Client {
     /** Requests, newest first. */
     list({ state, source, route, limit, offset }?: ListOptions): Promise<RequestView[]>;
     /** Answer as an operator: `value` for one question, `values` by question id. */
-    answer(requestId: string, { value, values, responder, reason }: AnswerOptions): Promise<RequestView>;
+    answer(requestId: string, { value, values, responder, reason, grant }: AnswerOptions): Promise<RequestView>;
+    /** The same answer to each of `ids`: `{ batch, counts, results }`, a result per item
+     * (answered, voted, or refused with the reason), in the order given. */
+    answerBatch(ids: string[], { value, values, responder, reason }: BatchOptions): Promise<Record<string, unknown>>;
+    /** The open yes/no requests that look alike, grouped: `{ key, label, ids, titles }` each. */
+    batches({ source, route }?: {
+        source?: string;
+        route?: string;
+    }): Promise<Record<string, unknown>[]>;
+    /** Away until `until`, `delegate` (a person of `people:`) standing in. */
+    away(delegate: string, { until, starts, person }: AwayOptions): Promise<Record<string, unknown>>;
+    /** The delegation windows not yet ended. */
+    awayList(): Promise<Record<string, unknown>[]>;
+    /** End the caller's (or, acting for others, `person`'s) window now: `{ person, ended }`. */
+    back(person?: string): Promise<Record<string, unknown>>;
+    /** The standing approvals in force (`all`: also the revoked and expired ones). */
+    grants({ all }?: {
+        all?: boolean;
+    }): Promise<Record<string, unknown>[]>;
+    grant(grantId: string): Promise<Record<string, unknown>>;
+    /** Revoke a standing approval: the next call it would have allowed is asked again. */
+    revokeGrant(grantId: string): Promise<Record<string, unknown>>;
     cancel(requestId: string, { reason, actor }?: {
         reason?: string;
         actor?: string;

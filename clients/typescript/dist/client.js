@@ -122,13 +122,62 @@ export class Client {
         return part(await this.endpoint.send({ method: "GET", path: "/v1/requests", query }), "requests");
     }
     /** Answer as an operator: `value` for one question, `values` by question id. */
-    async answer(requestId, { value, values, responder, reason }) {
+    async answer(requestId, { value, values, responder, reason, grant }) {
         const body = values !== undefined ? { values } : { value };
         if (responder !== undefined)
             body["responder"] = responder;
         if (reason !== undefined)
             body["reason"] = reason;
+        if (grant !== undefined)
+            body["grant"] = grant;
         return this.endpoint.send({ method: "POST", path: path(requestId, "answer"), body, resend: false });
+    }
+    /** The same answer to each of `ids`: `{ batch, counts, results }`, a result per item
+     * (answered, voted, or refused with the reason), in the order given. */
+    async answerBatch(ids, { value, values, responder, reason }) {
+        const body = { ids, ...(values !== undefined ? { values } : { value }) };
+        if (responder !== undefined)
+            body["responder"] = responder;
+        if (reason !== undefined)
+            body["reason"] = reason;
+        return this.endpoint.send({ method: "POST", path: "/v1/answers:batch", body, resend: false });
+    }
+    /** The open yes/no requests that look alike, grouped: `{ key, label, ids, titles }` each. */
+    async batches({ source, route } = {}) {
+        const query = {};
+        if (source)
+            query["source"] = source;
+        if (route)
+            query["route"] = route;
+        return part(await this.endpoint.send({ method: "GET", path: "/v1/batches", query }), "batches");
+    }
+    /** Away until `until`, `delegate` (a person of `people:`) standing in. */
+    async away(delegate, { until, starts, person }) {
+        const body = { delegate, until };
+        if (starts !== undefined)
+            body["starts"] = starts;
+        if (person !== undefined)
+            body["person"] = person;
+        return this.endpoint.send({ method: "POST", path: "/v1/away", body, resend: true });
+    }
+    /** The delegation windows not yet ended. */
+    async awayList() {
+        return part(await this.endpoint.send({ method: "GET", path: "/v1/away" }), "away");
+    }
+    /** End the caller's (or, acting for others, `person`'s) window now: `{ person, ended }`. */
+    async back(person) {
+        return this.endpoint.send({ method: "DELETE", path: "/v1/away", query: person ? { person } : {}, resend: true });
+    }
+    /** The standing approvals in force (`all`: also the revoked and expired ones). */
+    async grants({ all = false } = {}) {
+        return part(await this.endpoint.send({ method: "GET", path: "/v1/grants", query: all ? { all: "true" } : {} }), "grants");
+    }
+    async grant(grantId) {
+        return this.endpoint.send({ method: "GET", path: `/v1/grants/${encodeURIComponent(grantId)}` });
+    }
+    /** Revoke a standing approval: the next call it would have allowed is asked again. */
+    async revokeGrant(grantId) {
+        return this.endpoint.send({ method: "DELETE", path: `/v1/grants/${encodeURIComponent(grantId)}`, resend: true });
     }
     async cancel(requestId, { reason = "", actor } = {}) {
         return this.endpoint.send({

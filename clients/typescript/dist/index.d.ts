@@ -10,7 +10,7 @@
  * HITL_BRIDGE_TOKEN; `new Client({ baseUrl, token })` takes both and offers the rest of the API.
  */
 export { Answer, type AnswerView, approved, choice, confirm, outcome, type Question, type QuestionKind, requestBody, type RequestFields, type RequestView, text, } from "./answers.js";
-export { type AnswerOptions, type ApprovalOptions, ask, type AskOptions, Client, type ListOptions, requireApproval, } from "./client.js";
+export { type AnswerOptions, type ApprovalOptions, ask, type AskOptions, type AwayOptions, type BatchOptions, Client, type ListOptions, requireApproval, } from "./client.js";
 export { BridgeError, BridgeRefused, BridgeUnavailable, Conflict, InvalidRequest, Missing, NoAnswer, NotFound, Rejected, StillOpen, Unauthorized, } from "./errors.js";
 export { BadReceipt, fetchJwks, type Jwk, type Jwks, JWKS_PATH, type ReceiptClaims, verifyReceipt, } from "./receipts.js";
 export { type HeadersLike, signatureHeaders, standardSecret, verifyCallback, type VerifyOptions } from "./signing.js";

@@ -16,7 +16,7 @@ export interface ClientOptions {
     fetch?: typeof fetch;
 }
 export interface Call {
-    method: "GET" | "POST";
+    method: "GET" | "POST" | "DELETE";
     path: string;
     query?: Record<string, string | number | string[]>;
     body?: unknown;

@@ -37,6 +37,25 @@ export interface AnswerOptions {
   values?: Record<string, unknown>;
   responder?: string;
   reason?: string;
+  /** with an approval: a standing approval — "session", "span:3600", "always", or
+   * `{ scope: "always", pattern: "Bash(npm test:*)" }` */
+  grant?: string | { scope: string; pattern?: string };
+}
+
+/** The same answer to many requests (`answerBatch`): each item goes through the ordinary answer path. */
+export interface BatchOptions {
+  value?: unknown;
+  values?: Record<string, unknown>;
+  responder?: string;
+  reason?: string;
+}
+
+/** A delegation window (`away`): `until` and `starts` are ISO 8601 with a UTC offset. */
+export interface AwayOptions {
+  until: string;
+  starts?: string;
+  /** who is away: with a token that acts for others, a person of `people:`; else the caller */
+  person?: string;
 }
 
 /** `reply[key]`, or a BridgeError saying what the reply lacked (a proxy's page, another API). */
@@ -162,11 +181,62 @@ export class Client {
   }
 
   /** Answer as an operator: `value` for one question, `values` by question id. */
-  async answer(requestId: string, { value, values, responder, reason }: AnswerOptions): Promise<RequestView> {
+  async answer(requestId: string, { value, values, responder, reason, grant }: AnswerOptions): Promise<RequestView> {
     const body: Record<string, unknown> = values !== undefined ? { values } : { value };
     if (responder !== undefined) body["responder"] = responder;
     if (reason !== undefined) body["reason"] = reason;
+    if (grant !== undefined) body["grant"] = grant;
     return this.endpoint.send({ method: "POST", path: path(requestId, "answer"), body, resend: false });
+  }
+
+  /** The same answer to each of `ids`: `{ batch, counts, results }`, a result per item
+   * (answered, voted, or refused with the reason), in the order given. */
+  async answerBatch(ids: string[], { value, values, responder, reason }: BatchOptions): Promise<Record<string, unknown>> {
+    const body: Record<string, unknown> = { ids, ...(values !== undefined ? { values } : { value }) };
+    if (responder !== undefined) body["responder"] = responder;
+    if (reason !== undefined) body["reason"] = reason;
+    return this.endpoint.send({ method: "POST", path: "/v1/answers:batch", body, resend: false });
+  }
+
+  /** The open yes/no requests that look alike, grouped: `{ key, label, ids, titles }` each. */
+  async batches({ source, route }: { source?: string; route?: string } = {}): Promise<Record<string, unknown>[]> {
+    const query: Record<string, string> = {};
+    if (source) query["source"] = source;
+    if (route) query["route"] = route;
+    return part(await this.endpoint.send({ method: "GET", path: "/v1/batches", query }), "batches");
+  }
+
+  /** Away until `until`, `delegate` (a person of `people:`) standing in. */
+  async away(delegate: string, { until, starts, person }: AwayOptions): Promise<Record<string, unknown>> {
+    const body: Record<string, unknown> = { delegate, until };
+    if (starts !== undefined) body["starts"] = starts;
+    if (person !== undefined) body["person"] = person;
+    return this.endpoint.send({ method: "POST", path: "/v1/away", body, resend: true });
+  }
+
+  /** The delegation windows not yet ended. */
+  async awayList(): Promise<Record<string, unknown>[]> {
+    return part(await this.endpoint.send({ method: "GET", path: "/v1/away" }), "away");
+  }
+
+  /** End the caller's (or, acting for others, `person`'s) window now: `{ person, ended }`. */
+  async back(person?: string): Promise<Record<string, unknown>> {
+    return this.endpoint.send({ method: "DELETE", path: "/v1/away", query: person ? { person } : {}, resend: true });
+  }
+
+  /** The standing approvals in force (`all`: also the revoked and expired ones). */
+  async grants({ all = false }: { all?: boolean } = {}): Promise<Record<string, unknown>[]> {
+    return part(await this.endpoint.send({ method: "GET", path: "/v1/grants", query: all ? { all: "true" } : {} }),
+      "grants");
+  }
+
+  async grant(grantId: string): Promise<Record<string, unknown>> {
+    return this.endpoint.send({ method: "GET", path: `/v1/grants/${encodeURIComponent(grantId)}` });
+  }
+
+  /** Revoke a standing approval: the next call it would have allowed is asked again. */
+  async revokeGrant(grantId: string): Promise<Record<string, unknown>> {
+    return this.endpoint.send({ method: "DELETE", path: `/v1/grants/${encodeURIComponent(grantId)}`, resend: true });
   }
 
   async cancel(requestId: string, { reason = "", actor }: { reason?: string; actor?: string } = {}): Promise<RequestView> {

@@ -15,7 +15,8 @@ export {
   type RequestFields, type RequestView, text,
 } from "./answers.js";
 export {
-  type AnswerOptions, type ApprovalOptions, ask, type AskOptions, Client, type ListOptions, requireApproval,
+  type AnswerOptions, type ApprovalOptions, ask, type AskOptions, type AwayOptions, type BatchOptions, Client,
+  type ListOptions, requireApproval,
 } from "./client.js";
 export {
   BridgeError, BridgeRefused, BridgeUnavailable, Conflict, InvalidRequest, Missing, NoAnswer, NotFound, Rejected,

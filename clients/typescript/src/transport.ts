@@ -25,7 +25,7 @@ export interface ClientOptions {
 }
 
 export interface Call {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   path: string;
   query?: Record<string, string | number | string[]>;
   body?: unknown;

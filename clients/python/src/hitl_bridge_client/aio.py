@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 import httpx
@@ -104,6 +104,26 @@ class AsyncClient:
                      grant: str | dict[str, Any] | None = None) -> dict[str, Any]:
         return await self._run(calls.answer(request_id, value, values=values, responder=responder, reason=reason,
                                             grant=grant))
+
+    async def answer_batch(self, ids: Sequence[str], value: Any = None, *, values: dict[str, Any] | None = None,
+                           responder: str | None = None, reason: str | None = None) -> dict[str, Any]:
+        """The same answer to each of `ids`; a result per item (answered, voted, refused)."""
+        return await self._run(calls.answer_batch(ids, value, values=values, responder=responder, reason=reason))
+
+    async def batches(self, *, source: str | None = None, route: str | None = None) -> Views:
+        """The open yes/no requests that look alike, grouped: `{key, label, ids, titles}` each."""
+        return await self._run(calls.batches(source, route))
+
+    async def away(self, delegate: str, until: str, *, starts: str | None = None,
+                   person: str | None = None) -> dict[str, Any]:
+        """Away until `until` (ISO 8601 with an offset), `delegate` standing in."""
+        return await self._run(calls.away(delegate, until, starts=starts, person=person))
+
+    async def away_list(self) -> Views:
+        return await self._run(calls.away_list())
+
+    async def back(self, person: str | None = None) -> dict[str, Any]:
+        return await self._run(calls.back(person))
 
     async def cancel(self, request_id: str, reason: str = "", *, actor: str | None = None) -> dict[str, Any]:
         return await self._run(calls.cancel(request_id, reason, actor=actor))
