@@ -328,12 +328,14 @@ class BridgeService(ManyAndAway, StandingApprovals):
         reason: str | None = None,
         grant: GrantChoice | None = None,
         batch: str | None = None,
+        known: Request | None = None,
     ) -> Request:
         """Answer as `responder` through the channel `via` (bridge.answering: the checks);
         `grant`: the standing approval chosen with an approving answer (bridge.policy);
-        `batch`: the batch it is one item of (bridge.batches)."""
+        `batch`: the batch it is one item of (bridge.batches); `known`: the request as the
+        caller has just read it (spares a second read)."""
         return await answering.answer(self, request_id, Actor.of(responder, via), values, reason=reason,
-                                      grant=grant, batch=batch)
+                                      grant=grant, batch=batch, known=known)
 
     def grant_offers(self, request: Request) -> list[GrantOffer]:
         return grant_offers(request, self.route_of(request))
