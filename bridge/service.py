@@ -279,11 +279,19 @@ class BridgeService(ManyAndAway, StandingApprovals):
                 self.background(self.update_channels(current), f"update {request.id}")
         return results
 
+    def updating_channels(self) -> list[Channel]:
+        """The channels whose copies need an `update` when a request changes (see Channel.update)."""
+        return [c for c in self.channels if getattr(c, "updates_copies", True)]
+
     async def update_channels(self, request: Request) -> None:
-        """Bring every copy of `request` up to date on every channel that showed it."""
+        """Bring every copy of `request` up to date on every channel that showed it (no store
+        read when no configured channel has copies to update)."""
+        channels = self.updating_channels()
+        if not channels:
+            return
         posts = await self.store.list_posts(request.id)
         names = {p.channel for p in posts if p.ok}
-        for channel in self.channels:
+        for channel in channels:
             if channel.name in names:
                 try:
                     await channel.update(request)
@@ -344,7 +352,7 @@ class BridgeService(ManyAndAway, StandingApprovals):
         for hook in self.on_answered:
             hook(request)
         self.changes.publish(request)
-        if request.id not in self._deciding:
+        if request.id not in self._deciding and self.updating_channels():
             self.background(self.update_channels(request), f"update {request.id}")
 
     async def cancel(self, request_id: str, *, actor: str, reason: str = "", claimed: str | None = None) -> Request:
