@@ -13,7 +13,14 @@ from typing import Any
 import httpx
 from hitl_bridge_client import verify_callback, verify_receipt
 
-from tests.harness import callback_receiver, running_bridge, wait_for
+from bridge.config import Route
+from bridge.crypto import SecretBox
+from bridge.models import Request, RequestIn, Responder
+from bridge.ports import BridgeAPI, PostResult
+from bridge.router import Router
+from bridge.service import BridgeService
+from bridge.store.sqlite import SQLiteStore
+from tests.harness import ManualClock, callback_receiver, running_bridge, wait_for
 
 CALLBACK_SECRET = "whsec-0123456789abcdef"
 CODE = "correct horse battery staple"
@@ -70,3 +77,57 @@ async def test_two_answers_at_once_one_is_recorded_and_called_back(tmp_path: Pat
 
 async def _state(client: httpx.AsyncClient, rid: str, state: str) -> bool:
     return bool((await client.get(f"/v1/requests/{rid}")).json()["state"] == state)
+
+
+class CopyKeeper:
+    """A channel whose copies are messages (a Slack-like one): each close must update them."""
+
+    prefixes: tuple[str, ...] = ()
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.updated: list[str] = []
+
+    async def start(self, bridge: BridgeAPI) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def post(self, request: Request, targets: Any) -> list[PostResult]:
+        return [PostResult(target=t) for t in targets]
+
+    async def update(self, request: Request) -> None:
+        self.updated.append(request.state.value)
+
+    async def remind(self, request: Request, targets: Any) -> None: ...
+
+    def http_routes(self) -> list[Any]:
+        return []
+
+    def owns(self, target: str) -> bool:
+        return target.startswith(f"{self.name}:")
+
+
+class FreshReader(CopyKeeper):
+    """A channel whose pages read requests fresh (the web inbox): nothing to update."""
+
+    updates_copies = False
+
+
+async def test_a_close_updates_kept_copies_only(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "b.db")
+    await store.open()
+    kept, fresh = CopyKeeper("kept"), FreshReader("fresh")
+    service = BridgeService(store, Router([], Route(name="default", notify=["kept:a", "fresh:b"])),
+                            SecretBox("k" * 40), ManualClock(), channels=[kept, fresh])
+    try:
+        request, _ = await service.submit(RequestIn.model_validate(
+            {"title": "Deploy?", "questions": [QUESTIONS[0]]}), source="webhook")
+        await service.drain()  # posted to both
+        assert {p.channel for p in await store.list_posts(request.id)} == {"kept", "fresh"}
+        await service.answer(request.id, Responder(platform="kept", user_id="a", name="ana"), {"ok": "yes"},
+                             via="kept")
+        await service.drain()
+    finally:
+        await store.close()
+    assert kept.updated == ["answered"] and fresh.updated == []
+    assert service.updating_channels() == [kept]
