@@ -11,8 +11,10 @@ Parts (each also runs alone):
             (bench/scale_intake.py)
   replicas  PostgreSQL with 1, 2 and 3 replicas: requests/s and CPU per create
             (bench/scale_replicas.py)
+  answers   the daemon's whole CPU per answered request (answer, receipt, signed callback), one at a
+            time and in a burst of 100, answer → callback p50/p99 (bench/bench_answers.py)
 
-Usage: .venv/bin/python bench/bench_limits.py [--quick] [--only peers,waiting,intake,replicas]
+Usage: .venv/bin/python bench/bench_limits.py [--quick] [--only peers,waiting,intake,replicas,answers]
 Exit status 1 when a figure misses its target. CPU per create is the figure that holds on a
 noisy machine: requests/s and latencies move with whatever else runs.
 """
@@ -32,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_lib import Figure, table
 
-PARTS = {"peers": "peer_compare", "waiting": "scale_waiting", "intake": "scale_intake", "replicas": "scale_replicas"}
+PARTS = {"peers": "peer_compare", "waiting": "scale_waiting", "intake": "scale_intake", "replicas": "scale_replicas",
+         "answers": "bench_answers"}
 
 
 async def main() -> int:

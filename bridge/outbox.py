@@ -12,6 +12,13 @@ One delivery may take `delivery.timeout`, or as long as its source says it needs
 may set `delivery_timeout` (a timedelta) when its engine answers a write-back only after
 the run has gone on (Teal answers a resume after the agent's whole turn). The entry's
 lease is then pushed out to match, so no other worker takes it meanwhile.
+
+What it costs (issue 34): the request an answer just closed is handed over in memory with the
+kick (`closed`), so its first delivery reads no row back and parses no JSON; the entry is still
+claimed from the store first (the lease: a crash before the callback leaves the entry to the next
+start or a replica). A round that claimed fewer entries than it may run at once does not claim
+again at once: nothing else was due, and whatever becomes due kicks it (an answer, a retry
+planned here) or is found by the safety net (another process's entries, expired leases).
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from datetime import timedelta
+from collections import OrderedDict
+from datetime import datetime, timedelta
 from typing import Any
 
 from bridge.config_daemon import DeliverySettings
@@ -34,6 +42,7 @@ log = logging.getLogger("hitl_bridge.outbox")
 NOT_KEPT = "[not kept]"
 STORE_RETRY_S = 1.0  # the store failed: wait this long before the next round
 LEASE_MARGIN_S = 30  # a claimed entry stays leased this long past its delivery's time limit
+FRESH_KEPT = 256  # closed requests kept in memory for their first delivery (the oldest go first)
 
 
 class Outbox:
@@ -48,10 +57,29 @@ class Outbox:
         self.delivered = 0
         self.retried = 0
         self.dead = 0
-        service.on_answered.append(lambda _request: self.kick())
+        self._fresh: OrderedDict[str, Request] = OrderedDict()  # closed here, not yet delivered
+        self._next_due: datetime | None = None  # the earliest due entry the store last named
+        service.on_answered.append(self.closed)
 
     def kick(self) -> None:
         self._wake.set()
+
+    def closed(self, request: Request) -> None:
+        """`request` was just closed (or queued again) here, its entry committed: keep the copy
+        for its first delivery, and start delivering."""
+        self._fresh[request.id] = request
+        self._fresh.move_to_end(request.id)
+        while len(self._fresh) > FRESH_KEPT:
+            self._fresh.popitem(last=False)
+        self.kick()
+
+    def _fresh_copy(self, item: OutboxItem) -> Request | None:
+        """The copy `closed` kept of the request whose commit made `item` (the entry is made in
+        the transaction that stamps the request's `updated_at`: same instant), else None."""
+        request = self._fresh.pop(item.request_id, None)
+        if request is None or item.attempts or request.updated_at != item.created_at:
+            return None
+        return request
 
     async def run(self) -> None:
         """Deliver due entries until cancelled."""
@@ -90,14 +118,15 @@ class Outbox:
             task = asyncio.create_task(self._deliver_guarded(item))
             self._inflight[task] = item
             task.add_done_callback(self._forget)
-        if items:
-            return
-        next_due = await self.store.next_outbox_due()
+        if len(items) == self.settings.concurrency:
+            return  # maybe more are due: claim again once a slot is free
+        if not items:  # idle: ask the store when the next entry is due (a retry, a lease ending)
+            self._next_due = await self.store.next_outbox_due()
         # safety net for entries added by another process: replicas sharing the
         # store (checked every second), or the CLI while this daemon was not answering
         wait = 1.0 if self.store.shared else 5.0
-        if next_due is not None:
-            wait = max(0.0, min(wait, (next_due - self.clock.now()).total_seconds()))
+        if self._next_due is not None:
+            wait = max(0.0, min(wait, (self._next_due - self.clock.now()).total_seconds()))
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can turn a cancel that
             # arrives with the timeout into TimeoutError, and stop() then waits forever
@@ -138,7 +167,7 @@ class Outbox:
             self._slots.release()
 
     async def deliver(self, item: OutboxItem) -> None:
-        request = await self.store.get_request(item.request_id)
+        request = self._fresh_copy(item) or await self.store.get_request(item.request_id)
         if request is None:
             await self.store.outbox_dead(item.id, error="request no longer exists")
             return
@@ -226,6 +255,7 @@ class Outbox:
         delay = self.backoff(attempts)
         due = min(now + delay, item.created_at + self.settings.give_up_after)
         await self.store.outbox_retry(item.id, attempts=attempts, due_at=due, error=error)
+        self._next_due = due if self._next_due is None else min(self._next_due, due)
         await self.store.add_event(request.id, "delivery_retry", request.source,
                                    {"error": error, "attempts": attempts, "next_at": due.isoformat()}, now)
         self.service.lifecycle.delivery_failed(request, error, attempts, final=False,

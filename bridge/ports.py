@@ -219,7 +219,9 @@ class Channel(Protocol):
         ...
 
     async def update(self, request: Request) -> None:
-        """Bring every copy of `request` up to date (answered, expired, escalated, votes)."""
+        """Bring every copy of `request` up to date (answered, expired, escalated, votes). A
+        channel whose copies are always read fresh (the web inbox) may set the class attribute
+        `updates_copies = False`: the core then neither calls this nor reads the request's posts."""
         ...
 
     async def remind(self, request: Request, targets: Sequence[str]) -> None:

@@ -279,11 +279,19 @@ class BridgeService(ManyAndAway, StandingApprovals):
                 self.background(self.update_channels(current), f"update {request.id}")
         return results
 
+    def updating_channels(self) -> list[Channel]:
+        """The channels whose copies need an `update` when a request changes (see Channel.update)."""
+        return [c for c in self.channels if getattr(c, "updates_copies", True)]
+
     async def update_channels(self, request: Request) -> None:
-        """Bring every copy of `request` up to date on every channel that showed it."""
+        """Bring every copy of `request` up to date on every channel that showed it (no store
+        read when no configured channel has copies to update)."""
+        channels = self.updating_channels()
+        if not channels:
+            return
         posts = await self.store.list_posts(request.id)
         names = {p.channel for p in posts if p.ok}
-        for channel in self.channels:
+        for channel in channels:
             if channel.name in names:
                 try:
                     await channel.update(request)
@@ -328,12 +336,14 @@ class BridgeService(ManyAndAway, StandingApprovals):
         reason: str | None = None,
         grant: GrantChoice | None = None,
         batch: str | None = None,
+        known: Request | None = None,
     ) -> Request:
         """Answer as `responder` through the channel `via` (bridge.answering: the checks);
         `grant`: the standing approval chosen with an approving answer (bridge.policy);
-        `batch`: the batch it is one item of (bridge.batches)."""
+        `batch`: the batch it is one item of (bridge.batches); `known`: the request as the
+        caller has just read it (spares a second read)."""
         return await answering.answer(self, request_id, Actor.of(responder, via), values, reason=reason,
-                                      grant=grant, batch=batch)
+                                      grant=grant, batch=batch, known=known)
 
     def grant_offers(self, request: Request) -> list[GrantOffer]:
         return grant_offers(request, self.route_of(request))
@@ -342,7 +352,7 @@ class BridgeService(ManyAndAway, StandingApprovals):
         for hook in self.on_answered:
             hook(request)
         self.changes.publish(request)
-        if request.id not in self._deciding:
+        if request.id not in self._deciding and self.updating_channels():
             self.background(self.update_channels(request), f"update {request.id}")
 
     async def cancel(self, request_id: str, *, actor: str, reason: str = "", claimed: str | None = None) -> Request:

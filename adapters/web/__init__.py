@@ -25,6 +25,7 @@ log = logging.getLogger("hitl_bridge.web")
 class WebChannel:
     name = "web"
     prefixes = ("web",)
+    updates_copies = False  # open pages poll their fragment: `update` has nothing to do
 
     def __init__(self, config: WebConfig, ctx: AdapterContext) -> None:
         self.config = config

@@ -9,7 +9,7 @@ from typing import Any
 
 from bridge.answering.actor import Actor
 from bridge.answering.automatic import automatic_within_route
-from bridge.answering.closed import open_request
+from bridge.answering.closed import closed_error, open_request
 from bridge.answering.desk import Attempt, Desk
 from bridge.answering.four_eyes import not_self_approval
 from bridge.answering.identity import known_as_their_person
@@ -39,14 +39,21 @@ CHECKS: tuple[Check, ...] = (
 
 async def answer(desk: Desk, request_id: str, actor: Actor, values: dict[str, Any], *,
                  reason: str | None = None, checks: tuple[Check, ...] = CHECKS,
-                 grant: GrantChoice | None = None, batch: str | None = None) -> Request:
+                 grant: GrantChoice | None = None, batch: str | None = None,
+                 known: Request | None = None) -> Request:
     """Answer `request_id` as `actor`: the request closed with the answer, or (a vote short
     of its quorum) as it stands, still open. `grant`: the standing approval the person asks
     for with an approving answer (bridge.policy.granting: checked before the answer is
     recorded, GrantRefused refuses both; stored once it is). `batch`: the batch this answer
-    is one item of (bridge.batches), kept on its record."""
-    return await answer_open(desk, await open_request(desk.store, request_id), actor, values, reason=reason,
-                             checks=checks, grant=grant, batch=batch)
+    is one item of (bridge.batches), kept on its record. `known`: the request as the caller
+    has just read it (not read again; the store still decides atomically whether it is open)."""
+    if known is not None and known.id == request_id:
+        if not known.is_open:
+            raise closed_error(known)
+        request = known
+    else:
+        request = await open_request(desk.store, request_id)
+    return await answer_open(desk, request, actor, values, reason=reason, checks=checks, grant=grant, batch=batch)
 
 
 async def answer_open(desk: Desk, request: Request, actor: Actor, values: dict[str, Any], *,

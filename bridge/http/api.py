@@ -7,12 +7,20 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field, ValidationError
 
 from bridge.errors import BridgeError, NotAPerson
 from bridge.http.auth import api_responder, caller_name, may_manage, not_yours, require_api_token
-from bridge.http.views import event_view, offer_view, outbox_view, post_view, request_view, votes_view
+from bridge.http.views import (
+    event_view,
+    offer_view,
+    outbox_view,
+    post_view,
+    request_view,
+    request_view_json,
+    votes_view,
+)
 from bridge.models import Request as BridgeRequest
 from bridge.models import RequestState
 from bridge.policy import GrantChoice, GrantOffer
@@ -152,7 +160,7 @@ async def answer_body(request: Request) -> AnswerBody:
 
 @router.post("/requests/{request_id}/answer", response_model=None, openapi_extra={"requestBody": {
     "required": True, "content": {"application/json": {"schema": AnswerBody.model_json_schema()}}}})
-async def answer_request(request: Request, request_id: str) -> dict[str, Any] | JSONResponse:
+async def answer_request(request: Request, request_id: str) -> Response:
     body = await answer_body(request)
     service = service_of(request)
     current = await service.get(request_id)
@@ -177,10 +185,12 @@ async def answer_request(request: Request, request_id: str) -> dict[str, Any] | 
     except ValueError as exc:
         raise HTTPException(422, f"grant: {exc}") from None
     try:
-        updated = await service.answer(request_id, responder, values, via="api", reason=body.reason, grant=grant)
+        updated = await service.answer(request_id, responder, values, via="api", reason=body.reason, grant=grant,
+                                       known=current)
     except BridgeError as exc:
         return error_response(exc)
-    return request_view(updated)
+    # serialised here: FastAPI's encoder walking the dict again was a tenth of an answer's CPU
+    return Response(request_view_json(updated), media_type="application/json")
 
 
 @router.post("/requests/{request_id}/cancel", response_model=None)

@@ -60,6 +60,7 @@ class SQLiteEngine(TransactionalStore):
         self.path = Path(path)
         self.max_size = max_size
         self.guard = FileGuard(self.path)
+        self._name = str(self.path)  # for the WAL's size, checked before every commit
         self._db: aiosqlite.Connection | None = None
         self._queue: deque[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = deque()
         self._flush_scheduled = False
@@ -247,7 +248,7 @@ class SQLiteEngine(TransactionalStore):
             lost = self.guard.verify(conn)
             if lost is not None:
                 raise lost  # never acknowledge a write into a file that is no longer there
-            if sqlite_wal.over_hard_limit(self.path):
+            if sqlite_wal.over_hard_limit(self._name):
                 sqlite_wal.truncate_now(conn)
             conn.execute("BEGIN IMMEDIATE")
             self._note_version(conn)

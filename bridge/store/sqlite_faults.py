@@ -92,6 +92,7 @@ class FileGuard:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._name = os.fspath(path)  # os.stat on a str: no pathlib on every commit
         self.identity: tuple[int, int] | None = None
         self.lost: StoreUnavailable | None = None
 
@@ -105,7 +106,7 @@ class FileGuard:
         if self.lost is not None or self.identity is None:
             return self.lost
         try:
-            st = self.path.stat()
+            st = os.stat(self._name)
         except FileNotFoundError:
             what = "deleted"
         except OSError:

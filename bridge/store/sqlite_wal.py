@@ -20,6 +20,7 @@ until a clean shutdown. Here:
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -49,9 +50,13 @@ def stamp(path: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def over_hard_limit(db: Path) -> bool:
-    found = stamp(wal_of(db))
-    return found is not None and found[1] > HARD_LIMIT
+def over_hard_limit(db: Path | str) -> bool:
+    """Whether the WAL of `db` has grown past HARD_LIMIT (checked before every commit: os.stat
+    on a str, no pathlib)."""
+    try:
+        return os.stat(f"{db}-wal").st_size > HARD_LIMIT
+    except OSError:
+        return False
 
 
 def truncate_now(conn: sqlite3.Connection) -> None:
