@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +31,7 @@ from bridge.policy import GrantChoice, GrantOffer, grant_offers
 from bridge.policy.ruleset import RuleSet
 from bridge.policy.standing import StandingApprovals
 from bridge.policy.verdict import decide, grants_may_decide
-from bridge.ports import Channel, Clock, PostResult, PostsInStore, Source
+from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.reach import Reach
 from bridge.router import Router
 from bridge.rules import Judged, judge, route_in_force, snapshot
@@ -197,7 +197,7 @@ class BridgeService(ManyAndAway, StandingApprovals):
 
     async def _shown_at_once(self, request: Request, route: Route) -> list[PostResult] | None:
         """The copies of the new `request` when posting it sends nothing (every target is on a
-        channel that `PostsInStore`, as the web inbox) and no rule or standing approval may
+        channel that `bridge.ports.PostsInStore`, as the web inbox) and no rule or standing approval may
         decide it first (the verdict step would ask a person without reading the store);
         None otherwise: it is stored `pending` and posted after."""
         try:
@@ -208,16 +208,17 @@ class BridgeService(ManyAndAway, StandingApprovals):
             return None
         await self.reach.fresh(self.people)
         targets = self.expand_targets(request.targets)
-        by_channel: dict[int, tuple[PostsInStore, list[str]]] = {}
+        by_channel: dict[int, tuple[Callable[[Request, list[str]], list[PostResult]], list[str]]] = {}
         for target in targets:
             channel = self.channel_for(target)
-            if not isinstance(channel, PostsInStore):
+            # the method PostsInStore names (an isinstance check of a Protocol costs more than a create's post)
+            copies = getattr(channel, "copies_in_store", None)
+            if copies is None:
                 return None
-            by_channel.setdefault(id(channel), (channel, []))[1].append(target)
+            by_channel.setdefault(id(channel), (copies, []))[1].append(target)
         if not by_channel:
             return None
-        return [result for channel, group in by_channel.values()
-                for result in channel.copies_in_store(request, group)]
+        return [result for copies, group in by_channel.values() for result in copies(request, group)]
 
     async def _create_shown(self, stored: Request, event: Event, results: list[PostResult]) -> tuple[Request, bool]:
         """Store the new request with its copies (`_shown_at_once`) in one transaction: `posted`
