@@ -36,6 +36,8 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -213,10 +215,13 @@ async def sqlite_figures(total: int, warmup: int, profile: str | None, log_level
     with tempfile.TemporaryDirectory() as tmp:
         async with daemons(f"sqlite:///{tmp}/bridge.db", 1, log_level) as [(port, pid)]:
             await load([port], warmup, "warm")
+            commits0 = await group_commits(port)
             loop0, proc0 = cpu_seconds(pid, pid), cpu_seconds(pid)
             with profiling(pid, profile):
                 run = await load([port], total, "run")
             loop_cpu, proc_cpu = cpu_seconds(pid, pid) - loop0, cpu_seconds(pid) - proc0
+            commits1 = await group_commits(port)
+    commits, writes = commits1[0] - commits0[0], commits1[1] - commits0[1]
     p99 = pct(run.latencies_ms, 0.99)
     whole, main = proc_cpu / run.count * 1000, loop_cpu / run.count * 1000
     return [
@@ -229,7 +234,21 @@ async def sqlite_figures(total: int, warmup: int, profile: str | None, log_level
         Figure(AREA, "… of which the event loop (main thread) / other threads (SQLite writer, reader, WAL)",
                f"{main:.3f} / {whole - main:.3f} ms", "-"),
         Figure(AREA, "load generator (1 process, raw keep-alive)", f"{run.client_cores:.2f} of a core", "-"),
+        Figure(AREA, "SQLite writes per commit (group commit: creates, and anything else written meanwhile)",
+               f"{writes / max(commits, 1):.1f} ({writes:,} in {commits:,} commits)", "-"),
     ]
+
+
+async def group_commits(port: int) -> tuple[int, int]:
+    """(commits, writes) the daemon's store counted so far, read from its /metrics."""
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+        text = (await client.get("/metrics")).text
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("hitl_store_commits_total", "hitl_store_writes_total"):
+            found[name] = int(float(value))
+    return found.get("hitl_store_commits_total", 0), found.get("hitl_store_writes_total", 0)
 
 
 async def measure(quick: bool, profile: str | None = None, stores: tuple[str, ...] = ("sqlite",),

@@ -234,6 +234,17 @@ class Channel(Protocol):
 
 
 @runtime_checkable
+class PostsInStore(Protocol):
+    """A channel whose copy of a request is nothing but the record the store keeps (the web
+    inbox reads the store): posting sends nothing, so a new request's copies are stored in
+    the request's own transaction (`BridgeService.submit`) instead of in a posting after it."""
+
+    def copies_in_store(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+        """The copies `post` would report for `targets`, with no I/O."""
+        ...
+
+
+@runtime_checkable
 class ResolvesGroups(Protocol):
     """A channel that can tell who belongs to a group entry of `responders` (optional)."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
 from typing import Any
 
 from bridge import answering
@@ -29,7 +30,7 @@ from bridge.people import People, canonical_target
 from bridge.policy import GrantChoice, GrantOffer, grant_offers
 from bridge.policy.ruleset import RuleSet
 from bridge.policy.standing import StandingApprovals
-from bridge.policy.verdict import decide
+from bridge.policy.verdict import decide, grants_may_decide
 from bridge.ports import Channel, Clock, PostResult, Source
 from bridge.reach import Reach
 from bridge.router import Router
@@ -171,6 +172,9 @@ class BridgeService(ManyAndAway, StandingApprovals):
             stored.id, "created", source, route=stored.route, targets=stored.targets,
             external_id=stored.external_id, **({"on_call": on_call} if on_call else {}),
         )
+        shown = await self._shown_at_once(stored, route)
+        if shown is not None:  # posted in the create's own transaction: nothing is left to send
+            return await self._create_shown(stored, event, shown)
         saved, created = await self.store.create_request(stored, event)
         if created:
             self.lifecycle.created(saved)
@@ -190,6 +194,68 @@ class BridgeService(ManyAndAway, StandingApprovals):
         else:
             self._same_request(saved, stored)
         return saved, created
+
+    async def _shown_at_once(self, request: Request, route: Route) -> list[PostResult] | None:
+        """The copies of the new `request` when posting it sends nothing (every target is on a
+        channel that `bridge.ports.PostsInStore`, as the web inbox) and no rule or standing approval may
+        decide it first (the verdict step would ask a person without reading the store);
+        None otherwise: it is stored `pending` and posted after."""
+        try:
+            rules = self.policies.evaluate(request)
+        except Exception:  # the verdict step reports it (policy_error) on the usual path
+            return None
+        if rules.rule is not None or rules.decides or grants_may_decide(request, route, rules):
+            return None
+        await self.reach.fresh(self.people)
+        targets = self.expand_targets(request.targets)
+        by_channel: dict[int, tuple[Callable[[Request, list[str]], list[PostResult]], list[str]]] = {}
+        for target in targets:
+            channel = self.channel_for(target)
+            # the method PostsInStore names (an isinstance check of a Protocol costs more than a create's post)
+            copies = getattr(channel, "copies_in_store", None)
+            if copies is None:
+                return None
+            by_channel.setdefault(id(channel), (copies, []))[1].append(target)
+        if not by_channel:
+            return None
+        return [result for copies, group in by_channel.values() for result in copies(request, group)]
+
+    async def _create_shown(self, stored: Request, event: Event, results: list[PostResult]) -> tuple[Request, bool]:
+        """Store the new request with its copies (`_shown_at_once`) in one transaction: `posted`
+        when a copy is ok, with the events `created` then `posted` (or `post_failed`)."""
+        now = stored.created_at
+        posts, events = self._posting(stored, results, now)
+        if any(r.ok for r in results):
+            stored.state = RequestState.posted
+        saved, created = await self.store.create_request(stored, event, posts=posts, events_after=events)
+        if not created:
+            self._same_request(saved, stored)
+            return saved, created
+        self.lifecycle.created(saved)
+        self.lifecycle.posted(saved, [(p.channel, r) for p, r in zip(posts, results, strict=True)])
+        self.changes.publish(saved)
+        for hook in self.on_created:
+            hook(saved)
+        return saved, created
+
+    def _posting(self, request: Request, results: Sequence[PostResult],
+                 now: datetime) -> tuple[list[Post], list[Event]]:
+        """The record of one posting: a copy per result, `post_failed` and `posted` events."""
+        posts = []
+        for result in results:
+            channel = self.channel_for(result.target)
+            posts.append(Post(
+                request_id=request.id, channel=channel.name if channel else "-", target=result.target,
+                ref=result.ref, ok=result.ok, error=result.error, at=now,
+            ))
+        ok = list(dict.fromkeys(r.target for r in results if r.ok))  # a group target: one copy per member
+        failed = {r.target: r.error for r in results if not r.ok}
+        events = []
+        if failed:
+            events.append(self._event(request.id, "post_failed", "", targets=failed))
+        if ok:
+            events.append(self._event(request.id, "posted", "", targets=ok))
+        return posts, events
 
     @staticmethod
     def _same_request(saved: Request, asked: Request) -> None:
@@ -253,20 +319,8 @@ class BridgeService(ManyAndAway, StandingApprovals):
                 results.extend(PostResult(target=t, ok=False, error=f"{type(exc).__name__}: {exc}")
                                for t in group)
         now = self.clock.now()
-        posts = []
-        for result in results:
-            channel = self.channel_for(result.target)
-            posts.append(Post(
-                request_id=request.id, channel=channel.name if channel else "-", target=result.target,
-                ref=result.ref, ok=result.ok, error=result.error, at=now,
-            ))
-        ok = list(dict.fromkeys(r.target for r in results if r.ok))  # a group target: one copy per member
-        failed = {r.target: r.error for r in results if not r.ok}
-        events = []
-        if failed:
-            events.append(self._event(request.id, "post_failed", "", targets=failed))
-        if ok:
-            events.append(self._event(request.id, "posted", "", targets=ok))
+        posts, events = self._posting(request, results, now)
+        ok = [r for r in results if r.ok]
         self.lifecycle.posted(request, [(p.channel, r) for p, r in zip(posts, results, strict=True)])
         updated = await self.store.record_posts(request.id, posts, events, now=now, held=request)
         if updated is not None:

@@ -49,7 +49,11 @@ class WebChannel:
         return None
 
     async def post(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
-        """Nothing to send: the inbox lists every stored request; the copy is recorded."""
+        return self.copies_in_store(request, targets)
+
+    def copies_in_store(self, request: Request, targets: Sequence[str]) -> list[PostResult]:
+        """Nothing to send: the inbox lists every stored request; the copy is recorded
+        (bridge.ports.PostsInStore: a new request's copy is stored with it)."""
         return [PostResult(target=t, ref={"path": f"/inbox/r/{request.id}"}) for t in targets]
 
     async def update(self, request: Request) -> None:

@@ -18,6 +18,7 @@ from bridge.config import Settings
 from bridge.http import api, audit_routes, grants_api, long_poll, people_api, watch
 from bridge.http.body_limit import BodyLimit, too_large
 from bridge.http.docs import install_docs
+from bridge.http.fast_lane import FastLane
 from bridge.http.guard import RequestGuard
 from bridge.http.metrics import Metrics
 from bridge.http.stack import NO_TELEMETRY, BridgeFastAPI
@@ -88,6 +89,7 @@ def create_app(
     long_poll.install(app.router.routes)
     app.router.routes[0:0] = [r for r in extra_routes if isinstance(r, FirstRoute)]
     app.router.routes.extend(r for r in extra_routes if not isinstance(r, FirstRoute))
+    app.add_middleware(FastLane, routes=app.router.routes)  # hot routes, inside the two below (bridge.http.fast_lane)
     app.add_middleware(RequestGuard, settings=settings)  # Host, cross-site writes, throttles, docs
     app.add_middleware(BodyLimit, limit=settings.http.max_body_bytes)  # 413 for every route, streamed bodies too
 

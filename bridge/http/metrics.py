@@ -4,9 +4,11 @@ too), the health registry's state, counters and histograms of this process
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Info, PlatformCollector, ProcessCollector, generate_latest
+from prometheus_client.core import CounterMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from bridge.health import Status
@@ -47,6 +49,7 @@ class Metrics:
         Info("hitl_build", "The running build", registry=self.registry).info(build_info())
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
+        self.registry.register(GroupCommits(service.store))
         self.ready = Gauge("hitl_ready", "1 when /readyz answers 200 (no part failing)", registry=self.registry)
         self.health = Gauge("hitl_health_status", "1 for each part's current status (ok, degraded, failing)",
                             ["component", "status"], registry=self.registry)
@@ -76,6 +79,21 @@ class Metrics:
         for hook in self.extra:
             hook(self.registry)
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+class GroupCommits:
+    """`hitl_store_commits_total` and `hitl_store_writes_total`: how many writes a commit of a
+    group-committing store (SQLite) holds on average (nothing for a store that does not count)."""
+
+    def __init__(self, store: object) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        commits, writes = getattr(self.store, "commits", None), getattr(self.store, "writes", None)
+        if isinstance(commits, int) and isinstance(writes, int):
+            yield CounterMetricFamily("hitl_store_commits", "Write transactions committed", value=commits)
+            yield CounterMetricFamily("hitl_store_writes", "Writes committed (one transaction holds "
+                                      "every write queued while the last one ran)", value=writes)
 
 
 def build_info() -> dict[str, str]:

@@ -8,6 +8,7 @@ the same entry at once.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,28 +48,49 @@ _OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_err
 _HAS_ANSWER = "jsonb_typeof(x->'answer') = 'object'"
 
 
+_INSERT_REQUEST = (
+    "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
+    "  deadline, next_reminder_at, next_escalation_at, body, step_due_at, resume, created_by) "
+    "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) "
+    "  ON CONFLICT (source, created_by, external_id) WHERE external_id IS NOT NULL DO NOTHING "
+    "  RETURNING id), ")
+#: a request and its `created` event ($15…$19)
+CREATE = _INSERT_REQUEST + f"ev AS ({event_insert(15, 'FROM ins')}) SELECT id FROM ins"
+#: a request, its events in order (arrays $15…$19) and its copies (arrays $20…$26): one INSERT
+#: per table (data-modifying CTEs run in no set order; rows of one INSERT go in the SELECT's order)
+CREATE_POSTED = _INSERT_REQUEST + (
+    "ev AS (INSERT INTO events (request_id, at, kind, actor, data) "
+    "  SELECT e.r, e.a, e.k, e.c, e.d FROM unnest($15::text[], $16::timestamptz[], $17::text[], $18::text[], "
+    "  $19::text[]) WITH ORDINALITY AS e(r, a, k, c, d, n) WHERE EXISTS (SELECT 1 FROM ins) ORDER BY e.n), "
+    "p AS (INSERT INTO posts (request_id, channel, target, ref, ok, error, at) "
+    "  SELECT * FROM unnest($20::text[], $21::text[], $22::text[], $23::text[], $24::bool[], $25::text[], "
+    "  $26::timestamptz[]) WHERE EXISTS (SELECT 1 FROM ins)) "
+    "SELECT id FROM ins")
+
+
 class PostgresStore(PostgresGrants):
     """Everything the bridge remembers, in PostgreSQL."""
 
     # requests -----------------------------------------------------------------------
-    async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
-        # One statement (atomic on its own, one round trip): the event row is written only
-        # when the request row was. A concurrent twin waits for our commit, then does nothing.
+    async def create_request(self, request: Request, event: Event | None = None, *, posts: Sequence[Post] = (),
+                             events_after: Sequence[Event] = ()) -> tuple[Request, bool]:
+        # One statement (atomic on its own, one round trip): the event rows (and copies) are
+        # written only when the request row was. A concurrent twin waits for our commit, then
+        # does nothing.
+        row = (encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
+               request.state.value, encode_text(request.route), request.created_at, request.updated_at,
+               request.deadline, request.next_reminder_at, request.next_escalation_at,
+               encode_text(request.model_dump_json()), request.step_due_at, resumes(request),
+               encode_text(request.created_by or ""))
+        if posts or events_after:
+            events = [e for e in (event, *events_after) if e is not None]
+            event_cols = list(zip(*[event_args(e) for e in events], strict=True)) or [()] * 5
+            post_cols = list(zip(*[post_args(p) for p in posts], strict=True)) or [()] * 7
+            sql, args = CREATE_POSTED, (*row, *map(list, event_cols), *map(list, post_cols))
+        else:
+            sql, args = CREATE, (*row, *event_args(event))
         async with self._conn() as conn:
-            inserted = await conn.fetchval(
-                "WITH ins AS (INSERT INTO requests (id, source, external_id, state, route, created_at, updated_at, "
-                "  deadline, next_reminder_at, next_escalation_at, body, step_due_at, resume, created_by) "
-                "  VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14) "
-                "  ON CONFLICT (source, created_by, external_id) WHERE external_id IS NOT NULL DO NOTHING "
-                "  RETURNING id), "
-                f"ev AS ({event_insert(15, 'FROM ins')}) "
-                "SELECT id FROM ins",
-                encode_text(request.id), encode_text(request.source), encode_opt(request.external_id),
-                request.state.value, encode_text(request.route), request.created_at, request.updated_at,
-                request.deadline, request.next_reminder_at, request.next_escalation_at,
-                encode_text(request.model_dump_json()), request.step_due_at, resumes(request),
-                encode_text(request.created_by or ""), *event_args(event),
-            )
+            inserted = await conn.fetchval(sql, *args)
             if inserted is not None:
                 return request, True
             body = await conn.fetchval(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,11 +27,13 @@ from bridge.store.query import RequestQuery, is_plain, sqlite_page, sqlite_where
 from bridge.store.sqlite_grants import SQLiteGrants
 from bridge.store.sqlite_rows import (
     INSERT_OUTBOX,
+    INSERT_POST,
     INSERT_REQUEST,
     OUTBOX_COLUMNS,
     insert_event,
     move_to_posted,
     outbox_item,
+    post_row,
     write,
 )
 
@@ -39,8 +42,10 @@ class SQLiteStore(SQLiteGrants):
     """Everything the bridge remembers, in one SQLite file."""
 
     # requests -----------------------------------------------------------------------
-    async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
+    async def create_request(self, request: Request, event: Event | None = None, *, posts: Sequence[Post] = (),
+                             events_after: Sequence[Event] = ()) -> tuple[Request, bool]:
         cols = request_columns(request)
+        copies = [post_row(p) for p in posts]
 
         def txn(conn: sqlite3.Connection) -> tuple[Request, bool]:
             if request.external_id is not None:
@@ -53,6 +58,10 @@ class SQLiteStore(SQLiteGrants):
             conn.execute(INSERT_REQUEST, cols)
             if event is not None:
                 insert_event(conn, event)
+            if copies:
+                conn.executemany(INSERT_POST, copies)
+            for later in events_after:
+                insert_event(conn, later)
             return request, True
 
         return await self._run(txn)
@@ -125,22 +134,12 @@ class SQLiteStore(SQLiteGrants):
 
     # posts ------------------------------------------------------------------------------
     async def add_post(self, post: Post) -> None:
-        await self._run(
-            lambda c: c.execute(
-                "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES (?,?,?,?,?,?,?)",
-                (post.request_id, post.channel, post.target, json.dumps(post.ref), int(post.ok),
-                 post.error, ts(post.at)),
-            )
-        )
+        await self._run(lambda c: c.execute(INSERT_POST, post_row(post)))
 
     async def record_posts(self, request_id: str, posts: list[Post], events: list[Event], *,
                            now: datetime, held: Request | None = None) -> Request | None:
         def txn(conn: sqlite3.Connection) -> Request | None:
-            conn.executemany(
-                "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES (?,?,?,?,?,?,?)",
-                [(p.request_id, p.channel, p.target, json.dumps(p.ref), int(p.ok), p.error, ts(p.at))
-                 for p in posts],
-            )
+            conn.executemany(INSERT_POST, [post_row(p) for p in posts])
             row = conn.execute("SELECT state, updated_at FROM requests WHERE id=?", (request_id,)).fetchone()
             if row is None or row[0] not in ("pending", "posted"):
                 return None  # closed meanwhile: the copies are kept (to be updated), no `posted` after the close

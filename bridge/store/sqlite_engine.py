@@ -70,6 +70,8 @@ class SQLiteEngine(TransactionalStore):
         self._committed_at = 0.0  # monotonic time of the last successful commit
         self._fault: StoreError | None = None  # the last fault, until a probe finds the store well
         self._version: int | None = None  # SQLite's data_version at the last write: another process wrote if it moved
+        self.commits = 0  # write transactions committed, and the writes (`_run` calls) they held: on /metrics
+        self.writes = 0
 
     @classmethod
     def from_url(cls, url: str) -> Self:
@@ -259,6 +261,8 @@ class SQLiteEngine(TransactionalStore):
                 outcomes = [self._one(conn, fn, future) for fn, future in batch]
             conn.execute("COMMIT")
             self._committed_at = time.monotonic()
+            self.commits += 1
+            self.writes += len(batch)
         except Exception as exc:  # the transaction failed: nobody's change is stored
             sqlite_chain.forget_head(conn)
             with contextlib.suppress(sqlite3.Error):

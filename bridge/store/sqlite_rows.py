@@ -3,6 +3,7 @@ Every function runs inside a transaction the caller opened (in aiosqlite's threa
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from datetime import datetime
@@ -11,7 +12,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from bridge.models import Event, Request, RequestState
+from bridge.models import Event, Post, Request, RequestState
 from bridge.store import sqlite_chain
 from bridge.store.base import OutboxItem, StoreError
 from bridge.store.codec import SCHEMA_VERSION, STUCK_DELIVERED, load_request, request_columns, ts
@@ -36,6 +37,7 @@ COLUMNS = ("id, source, external_id, state, route, created_at, updated_at, deadl
 INSERT_REQUEST = (f"INSERT INTO requests ({COLUMNS}) VALUES (:id, :source, :external_id, :state, :route, "
                   ":created_at, :updated_at, :deadline, :next_reminder_at, :next_escalation_at, :step_due_at, "
                   ":resume, :created_by, :body)")
+INSERT_POST = "INSERT INTO posts (request_id, channel, target, ref, ok, error, at) VALUES (?,?,?,?,?,?,?)"
 OUTBOX_COLUMNS = "id, request_id, state, attempts, due_at, created_at, last_error, dead"
 #: an outbox entry keeps its request's source, so /metrics counts failing ones by source from an index
 INSERT_OUTBOX = ("INSERT INTO outbox (request_id, source, state, due_at, created_at) "
@@ -146,6 +148,11 @@ def move_to_posted(conn: sqlite3.Connection, held: Request, now: datetime) -> Re
     stored body is edited in place rather than read, parsed and written whole again."""
     conn.execute(MOVE_TO_POSTED, {"at": ts(now), "at_json": _INSTANT.dump_python(now, mode="json"), "id": held.id})
     return held.model_copy(update={"state": RequestState.posted, "updated_at": now})
+
+
+def post_row(post: Post) -> tuple[Any, ...]:
+    """The values of `INSERT_POST` for one copy."""
+    return (post.request_id, post.channel, post.target, json.dumps(post.ref), int(post.ok), post.error, ts(post.at))
 
 
 def insert_event(conn: sqlite3.Connection, event: Event) -> None:

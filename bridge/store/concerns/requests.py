@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from bridge.models import Answer, Event, Request, RequestState
+from bridge.models import Answer, Event, Post, Request, RequestState
 
 
 def claim_holds(request: Request, expect: Mapping[str, Any] | None) -> bool:
@@ -20,10 +20,13 @@ def claim_holds(request: Request, expect: Mapping[str, Any] | None) -> bool:
 
 class RequestStore(Protocol):
     @abc.abstractmethod
-    async def create_request(self, request: Request, event: Event | None = None) -> tuple[Request, bool]:
+    async def create_request(self, request: Request, event: Event | None = None, *, posts: Sequence[Post] = (),
+                             events_after: Sequence[Event] = ()) -> tuple[Request, bool]:
         """Insert `request` unless (source, created_by, external_id) exists: then return the
         stored one and False (an external_id is its creator's own: two creators using the
-        same one never meet). `event` (its id is ignored) is appended in the same transaction."""
+        same one never meet). `event` (its id is ignored) is appended in the same transaction;
+        so are, only when the request is inserted, its copies `posts` and then `events_after`
+        (a posting with nothing to send: `bridge.ports.PostsInStore`)."""
 
     @abc.abstractmethod
     async def get_request(self, request_id: str) -> Request | None: ...
