@@ -193,8 +193,8 @@ class ChangeFeed:
         return list(self._waiters.keys() | self._watches.keys())
 
     def anyone_waiting(self) -> bool:
-        """A long poll or a live view waits here now (a change elsewhere is awaited)."""
-        return bool(self._waiters or self._watchers)
+        """A long poll, a watch stream or a live view waits here now (a change elsewhere is awaited)."""
+        return bool(self._waiters or self._watchers or self._watches)
 
     async def until_waited(self) -> None:
         """Return once somebody waits (at once when somebody does): a follower that only

@@ -19,10 +19,13 @@ from tests.watch_stream import WITHIN, watching
 async def test_answers_on_replica_a_reach_a_stream_on_replica_b(tmp_path: Path, postgres_url: str) -> None:
     async with replicas(tmp_path, postgres_url) as (a, b):
         ids = [await create(a) for _ in range(3)]
+        follower = follower_of(b)
         async with watching(b.base_url, ids, headers=AUTH) as stream:
             for rid in reversed(ids):
                 assert (await answer(a, rid, "yes", "ann")).status_code == 200
             events = await stream.until(4)
+        # a stream waits on b: its follower read again after the short pause, as for a long poll
+        assert follower.received and follower.last_hold == follower.coalesce_waited_s
         assert stream.closed_ids() == list(reversed(ids))
         assert all(data["answer"]["values"] == {"ok": "yes"} for kind, data in events if kind == "closed")
         assert events[-1] == ("end", {"open": [], "reason": "done"})
