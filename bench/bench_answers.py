@@ -16,6 +16,8 @@ process, all threads; split into the event loop's main thread and the others):
     every 100 ms, callback): CPU per request, idle time included
 
 CPU per answered request is the figure that holds on a busy machine; latencies move with the load.
+The issue sets no target for it (its CPU target is the peer comparison's, per 1,000 requests):
+it is printed to compare runs; answer → callback keeps issue 2's p99 ≤ 30 ms.
 
 Usage: .venv/bin/python bench/bench_answers.py [--quick] [--profile answers.txt]
 (--profile: py-spy records the daemon during the one-at-a-time and burst phases; .txt gives
@@ -43,7 +45,6 @@ from scale_lib import Figure, table
 AREA = "answers"
 BURST = 100
 IDLE_S = 5.0
-TARGET_CPU_MS = 1.0  # the daemon's whole CPU per answered request (answer, receipt, callback)
 TARGET_P99_MS = 30.0  # answer sent → callback received (issue 2)
 
 
@@ -124,10 +125,10 @@ async def measure(quick: bool, profile: str | None = None) -> list[Figure]:
                f"{(idle_whole - idle_main) / IDLE_S / 10:.2f})", "-"),
         cpu_figure(f"daemon CPU per create with a callback, {count + BURST:,} one at a time", create_cpu, None),
         cpu_figure(f"daemon CPU per answered request (answer, receipt, callback), {count:,} one at a time",
-                   answer_cpu, TARGET_CPU_MS),
+                   answer_cpu, None),
         Figure(AREA, "answer sent → callback received p50 / p99", f"{pct(latencies, 0.5):.1f} / {p99:.1f} ms",
                f"p99 ≤ {TARGET_P99_MS:.0f} ms", p99 <= TARGET_P99_MS),
-        cpu_figure(f"daemon CPU per answer in a burst of {BURST}", burst_cpu, TARGET_CPU_MS),
+        cpu_figure(f"daemon CPU per answer in a burst of {BURST}", burst_cpu, None),
         Figure(AREA, f"burst of {BURST} answers: first sent → last callback", f"{burst_ms:.0f} ms", "-"),
         cpu_figure(f"daemon CPU per request's whole life, {lifecycle} answered at 10/s (idle time included)",
                    life_cpu, None),
