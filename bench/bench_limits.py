@@ -11,6 +11,8 @@ Parts (each also runs alone):
             (bench/scale_intake.py)
   replicas  PostgreSQL with 1, 2 and 3 replicas: requests/s and CPU per create
             (bench/scale_replicas.py)
+  answers   what an answered request costs (answer, receipt, signed callback), one at a time
+            and in a burst of 100; answer → callback (bench/bench_answers.py)
   answers   the daemon's whole CPU per answered request (answer, receipt, signed callback), one at a
             time and in a burst of 100, answer → callback p50/p99 (bench/bench_answers.py)
 
@@ -23,16 +25,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale_lib import Figure, table
+from scale_lib import run_parts
 
 PARTS = {"peers": "peer_compare", "waiting": "scale_waiting", "intake": "scale_intake", "replicas": "scale_replicas",
          "answers": "bench_answers"}
@@ -44,18 +44,7 @@ async def main() -> int:
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to run")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores; machine load {os.getloadavg()[0]:.2f} at start (the machine may be shared)")
-    figures: list[Figure] = []
-    for part in [p.strip() for p in args.only.split(",") if p.strip()]:
-        if part not in PARTS:
-            parser.error(f"unknown part {part!r}: choose from {', '.join(PARTS)}")
-        started = time.monotonic()
-        print(f"== {part}", flush=True)
-        got = await importlib.import_module(PARTS[part]).measure(args.quick)
-        figures.extend(got)
-        print(table(got), f"\n({part}: {time.monotonic() - started:.0f} s)\n", flush=True)
-    print("== all figures")
-    print(table(figures))
-    return 1 if any(f.met is False for f in figures) else 0
+    return await run_parts(parser, PARTS, args.quick, args.only)
 
 
 if __name__ == "__main__":

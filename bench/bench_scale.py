@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import sys
-import time
 
-from scale_lib import Figure, table  # bench/ is on the path: run as a script
+from scale_lib import run_parts  # bench/ is on the path: run as a script
 
 PARTS = ("waiting", "growth", "intake")
 
@@ -31,19 +29,7 @@ async def main() -> int:
     parser.add_argument("--quick", action="store_true", help="10x smaller sizes, for a first look")
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to run")
     args = parser.parse_args()
-    figures: list[Figure] = []
-    for part in [p.strip() for p in args.only.split(",") if p.strip()]:
-        if part not in PARTS:
-            parser.error(f"unknown part {part!r}: choose from {', '.join(PARTS)}")
-        started = time.monotonic()
-        print(f"== {part}", flush=True)
-        module = importlib.import_module(f"scale_{part}")
-        got = await module.measure(args.quick)
-        figures.extend(got)
-        print(table(got), f"\n({part}: {time.monotonic() - started:.0f} s)\n", flush=True)
-    print("== all figures")
-    print(table(figures))
-    return 1 if any(f.met is False for f in figures) else 0
+    return await run_parts(parser, {part: f"scale_{part}" for part in PARTS}, args.quick, args.only)
 
 
 if __name__ == "__main__":
