@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -215,83 +215,114 @@ async def settle(d: Daemon, seconds: float) -> None:
         last = now
 
 
+@dataclass
+class Parked:
+    """What parked waits cost and how fast they woke (`park_and_wake`)."""
+
+    rss_before: int  # KiB, before the waits
+    rss_parked: int  # KiB, with them parked
+    idle: float  # % of a core while nothing happens
+    early: int  # waits that returned before any answer
+    wake: list[float]  # ms, answer POST → its wait returning
+    cpu_wake: float  # ms of daemon CPU per answer and its wake-up
+
+
+async def park_and_wake(store_url: str, tmp: Path, count: int, idle_s: float,
+                        parked: Callable[[Daemon, list[str]], Awaitable[Polls | Streams]],
+                        sample: Callable[[list[str]], list[str]]) -> Parked:
+    """A fresh daemon with `count` requests: before/after RSS of `parked` waits on them, its
+    idle CPU over `idle_s`, then the `sample` of them answered one after another."""
+    async with daemon(store_url, tmp, "daemon") as d:
+        ids = await create(d.base, count)
+        await settle(d, 10)
+        rss_before = d.rss_kib()
+        waits = await parked(d, ids)
+        try:
+            await settle(d, 20)
+            await asyncio.sleep(2)
+            rss_parked = d.rss_kib()
+            cpu0, t0 = d.cpu_s(), time.monotonic()
+            await asyncio.sleep(idle_s)
+            idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
+            early = len(waits.returned)
+            cpu1 = d.cpu_s()
+            wake = await wake_ups(d.base, waits, sample(ids))
+            cpu_wake = (d.cpu_s() - cpu1) / len(wake) * 1000
+        finally:
+            await waits.close()
+    return Parked(rss_before, rss_parked, idle, early, wake, cpu_wake)
+
+
+async def parked_polls(d: Daemon, ids: list[str]) -> Polls:
+    polls = Polls(d.port)
+    try:
+        await polls.park(ids)
+    except BaseException:
+        await polls.close()
+        raise
+    return polls
+
+
 async def sqlite_waiting(waiters: int, idle_s: float, samples: int) -> list[Figure]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        async with daemon(f"sqlite:///{tmp}/bridge.db", tmp, "daemon") as d:
-            ids = await create(d.base, waiters)
-            await settle(d, 10)
-            rss_before = d.rss_kib()
-            polls = Polls(d.port)
-            try:
-                await polls.park(ids)
-                await settle(d, 20)
-                await asyncio.sleep(2)
-                rss_parked = d.rss_kib()
-                cpu0, t0 = d.cpu_s(), time.monotonic()
-                await asyncio.sleep(idle_s)
-                idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
-                early = sum(1 for rid in ids if rid in polls.returned)
-                cpu1 = d.cpu_s()
-                wake = await wake_ups(d.base, polls, ids[:samples])
-                cpu_wake = (d.cpu_s() - cpu1) / len(wake) * 1000
-            finally:
-                await polls.close()
-    per_waiter = (rss_parked - rss_before) / waiters
+        got = await park_and_wake(f"sqlite:///{tmp}/bridge.db", tmp, waiters, idle_s, parked_polls,
+                                  lambda ids: ids[:samples])
+    per_waiter = (got.rss_parked - got.rss_before) / waiters
     n = f"{waiters:,}"
     return [
-        Figure(AREA, f"idle CPU, {n} long polls (SQLite, {idle_s:.0f} s)", f"{idle:.1f} % of a core", "≈ 0 (≤ 5 %)",
-               idle <= 5),
+        Figure(AREA, f"idle CPU, {n} long polls (SQLite, {idle_s:.0f} s)", f"{got.idle:.1f} % of a core",
+               "≈ 0 (≤ 5 %)", got.idle <= 5),
         # one HTTP/1.1 connection each: the waits over watch streams below are what meets "a few KiB"
         Figure(AREA, f"RSS per waiter, {n} long polls (one connection each, for comparison)",
-               f"{per_waiter:.1f} KiB ({rss_before // 1024} → {rss_parked // 1024} MiB)", "-"),
-        Figure(AREA, f"wake-up answer → long poll, p50 ({len(wake)} of {n})", f"{pct(wake, 0.5):.1f} ms",
-               "ms (≤ 10)", pct(wake, 0.5) <= 10),
-        Figure(AREA, f"wake-up answer → long poll, p99 ({len(wake)} of {n})", f"{pct(wake, 0.99):.1f} ms",
+               f"{per_waiter:.1f} KiB ({got.rss_before // 1024} → {got.rss_parked // 1024} MiB)", "-"),
+        Figure(AREA, f"wake-up answer → long poll, p50 ({len(got.wake)} of {n})",
+               f"{pct(got.wake, 0.5):.1f} ms",
+               "ms (≤ 10)", pct(got.wake, 0.5) <= 10),
+        Figure(AREA, f"wake-up answer → long poll, p99 ({len(got.wake)} of {n})",
+               f"{pct(got.wake, 0.99):.1f} ms",
                "ms", None),
-        Figure(AREA, "daemon CPU per answer + its long poll's wake-up", f"{cpu_wake:.2f} ms", "ms", None),
-        *([Figure(AREA, "long polls that returned before any answer", str(early), "0", early == 0)] if early else []),
+        Figure(AREA, "daemon CPU per answer + its long poll's wake-up", f"{got.cpu_wake:.2f} ms", "ms", None),
+        *([Figure(AREA, "long polls that returned before any answer", str(got.early), "0", got.early == 0)]
+          if got.early else []),
     ]
 
 
 async def sqlite_streams(waiting: int, idle_s: float, samples: int) -> list[Figure]:
     """The same waits as `sqlite_waiting`, over STREAMS watch streams on a fresh daemon."""
+    opened: list[int] = []
+
+    async def parked(d: Daemon, ids: list[str]) -> Streams:
+        streams = Streams(d.base)
+        try:
+            await streams.open(ids, STREAMS)
+        except BaseException:
+            await streams.close()
+            raise
+        opened.append(streams.opened)
+        return streams
+
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        async with daemon(f"sqlite:///{tmp}/bridge.db", tmp, "daemon") as d:
-            ids = await create(d.base, waiting)
-            await settle(d, 10)
-            rss_before = d.rss_kib()
-            streams = Streams(d.base)
-            try:
-                await streams.open(ids, STREAMS)
-                await settle(d, 20)
-                await asyncio.sleep(2)
-                rss_parked = d.rss_kib()
-                cpu0, t0 = d.cpu_s(), time.monotonic()
-                await asyncio.sleep(idle_s)
-                idle = (d.cpu_s() - cpu0) / (time.monotonic() - t0) * 100
-                early = len(streams.returned)
-                cpu1 = d.cpu_s()
-                wake = await wake_ups(d.base, streams, ids[::max(1, waiting // samples)][:samples])  # every stream
-                cpu_wake = (d.cpu_s() - cpu1) / len(wake) * 1000
-            finally:
-                await streams.close()
-    per_wait = (rss_parked - rss_before) / waiting
+        got = await park_and_wake(f"sqlite:///{tmp}/bridge.db", tmp, waiting, idle_s, parked,
+                                  lambda ids: ids[::max(1, waiting // samples)][:samples])  # every stream
+    per_wait = (got.rss_parked - got.rss_before) / waiting
     n = f"{waiting:,}"
-    how = f"{n} waits over {streams.opened} streams of {waiting // STREAMS:,}"
+    how = f"{n} waits over {opened[0]} streams of {waiting // STREAMS:,}"
     return [
-        Figure(AREA, f"idle CPU, {how} (SQLite, {idle_s:.0f} s)", f"{idle:.2f} % of a core", "≈ 0 (≤ 1 %)",
-               idle <= 1),
-        Figure(AREA, f"RSS per waiting request, {how}", f"{per_wait:.2f} KiB ({rss_before // 1024} → "
-               f"{rss_parked // 1024} MiB)", "≤ 4 KiB", per_wait <= 4),
-        Figure(AREA, f"wake-up answer → closed event, p50 ({len(wake)} of {n})", f"{pct(wake, 0.5):.1f} ms",
+        Figure(AREA, f"idle CPU, {how} (SQLite, {idle_s:.0f} s)", f"{got.idle:.2f} % of a core", "≈ 0 (≤ 1 %)",
+               got.idle <= 1),
+        Figure(AREA, f"RSS per waiting request, {how}", f"{per_wait:.2f} KiB ({got.rss_before // 1024} → "
+               f"{got.rss_parked // 1024} MiB)", "≤ 4 KiB", per_wait <= 4),
+        Figure(AREA, f"wake-up answer → closed event, p50 ({len(got.wake)} of {n})",
+               f"{pct(got.wake, 0.5):.1f} ms",
                "ms", None),
-        Figure(AREA, f"wake-up answer → closed event, p99 ({len(wake)} of {n})", f"{pct(wake, 0.99):.1f} ms",
-               "≤ 20 ms", pct(wake, 0.99) <= 20),
-        Figure(AREA, "daemon CPU per answer + its closed event", f"{cpu_wake:.2f} ms", "ms", None),
-        *([Figure(AREA, "streamed requests reported before any answer", str(early), "0", early == 0)]
-          if early else []),
+        Figure(AREA, f"wake-up answer → closed event, p99 ({len(got.wake)} of {n})",
+               f"{pct(got.wake, 0.99):.1f} ms",
+               "≤ 20 ms", pct(got.wake, 0.99) <= 20),
+        Figure(AREA, "daemon CPU per answer + its closed event", f"{got.cpu_wake:.2f} ms", "ms", None),
+        *([Figure(AREA, "streamed requests reported before any answer", str(got.early), "0", got.early == 0)]
+          if got.early else []),
     ]
 
 
