@@ -23,7 +23,7 @@ from bridge.notify import ChangeFeed, Waiter
 from bridge.store.pg_follow import COMPONENT, Follower, channel_of
 from bridge.store.postgres import PostgresStore
 from tests.harness import ManualClock, wait_for
-from tests.store.test_wake import WITHIN, follower_of, long_poll, replicas, returned
+from tests.store.test_wake import WITHIN, cut_listening, follower_of, long_poll, replicas, returned
 from tests.timing.helpers import answer, create
 
 pytestmark = pytest.mark.postgres
@@ -143,12 +143,7 @@ async def test_a_connection_lost_with_a_burst_unread_loses_no_change(
         await wait_for(lambda: follower.handled >= 201, WITHIN)
         assert follower.holding
         await writer.execute("UPDATE requests SET state='cancelled' WHERE id = ANY($1::text[])", ids[:100])
-        admin = await asyncpg.connect(postgres_admin_url)
-        try:
-            assert await admin.fetchval("SELECT pg_terminate_backend($1)", follower.backend_pid)
-        finally:
-            await admin.close()
-        await wait_for(lambda: not follower.connected.is_set(), WITHIN)
+        await cut_listening(follower, postgres_admin_url)
         assert store.health is not None
         check = store.health.current(COMPONENT)
         assert check is not None and check.status is Status.degraded

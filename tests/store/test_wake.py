@@ -142,6 +142,16 @@ def follower_of(daemon: Daemon) -> Follower:
     return store.follower
 
 
+async def cut_listening(follower: Follower, admin_url: str) -> None:
+    """Kill the follower's listening connection on the server, then wait until it knows."""
+    admin = await asyncpg.connect(admin_url)
+    try:
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", follower.backend_pid)
+    finally:
+        await admin.close()
+    await wait_for(lambda: not follower.connected.is_set(), WITHIN)
+
+
 @asynccontextmanager
 async def replicas(tmp_path: Path, url: str, clock: ManualClock | None = None,
                    **extra: Any) -> AsyncIterator[tuple[Daemon, Daemon]]:
@@ -209,12 +219,7 @@ async def test_a_replica_whose_listening_connection_dies_reconnects_and_catches_
         follower.backoff = (1.0,)  # a gap long enough to be sure the answer lands inside it
         rid = await create(a)
         async with long_poll(a, rid) as poll:
-            admin = await asyncpg.connect(postgres_admin_url)
-            try:
-                assert await admin.fetchval("SELECT pg_terminate_backend($1)", follower.backend_pid)
-            finally:
-                await admin.close()
-            await wait_for(lambda: not follower.connected.is_set(), WITHIN)
+            await cut_listening(follower, postgres_admin_url)
             check = a.service.health.current(COMPONENT)
             assert check is not None and check.status is Status.degraded  # the outage is visible
             received = follower.received

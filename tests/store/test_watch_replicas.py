@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from tests.harness import wait_for
-from tests.store.test_wake import AUTH, follower_of, replicas
+from tests.store.test_wake import AUTH, cut_listening, follower_of, replicas
 from tests.timing.helpers import answer, create
 from tests.watch_stream import WITHIN, watching
 
@@ -40,12 +39,7 @@ async def test_a_stream_learns_of_an_answer_given_while_its_replica_was_not_list
         follower.backoff = (1.0,)  # a gap long enough to be sure the answer lands inside it
         ids = [await create(a), await create(a)]
         async with watching(b.base_url, ids, headers=AUTH) as stream:
-            admin = await asyncpg.connect(postgres_admin_url)
-            try:
-                assert await admin.fetchval("SELECT pg_terminate_backend($1)", follower.backend_pid)
-            finally:
-                await admin.close()
-            await wait_for(lambda: not follower.connected.is_set(), WITHIN)
+            await cut_listening(follower, postgres_admin_url)
             received = follower.received
             assert (await answer(a, ids[1], "no", "ann")).status_code == 200  # while b is not listening
             [(kind, data)] = await stream.until(1)  # b caught up after reconnecting
