@@ -62,7 +62,7 @@ async def zipped(request: Request) -> Response:
 
 
 async def slow(request: Request) -> Response:
-    await asyncio.sleep(5)
+    await request.app.state.released.wait()  # answers only when the test is over
     return PlainTextResponse("late")
 
 
@@ -76,8 +76,12 @@ APP = Starlette(routes=[Route(f"/{f.__name__}", f, methods=["POST"]) for f in (f
 
 @pytest.fixture
 async def base() -> AsyncIterator[str]:
+    APP.state.released = asyncio.Event()
     async with served(APP) as url:
-        yield url
+        try:
+            yield url
+        finally:
+            APP.state.released.set()  # the slow answer goes out: the server can stop
 
 
 async def closed_early(http: httpx2.AsyncClient, url: str) -> None:
