@@ -200,12 +200,6 @@ class BridgeService(ManyAndAway, StandingApprovals):
         channel that `bridge.ports.PostsInStore`, as the web inbox) and no rule or standing approval may
         decide it first (the verdict step would ask a person without reading the store);
         None otherwise: it is stored `pending` and posted after."""
-        try:
-            rules = self.policies.evaluate(request)
-        except Exception:  # the verdict step reports it (policy_error) on the usual path
-            return None
-        if rules.rule is not None or rules.decides or grants_may_decide(request, route, rules):
-            return None
         await self.reach.fresh(self.people)
         targets = self.expand_targets(request.targets)
         by_channel: dict[int, tuple[Callable[[Request, list[str]], list[PostResult]], list[str]]] = {}
@@ -217,6 +211,12 @@ class BridgeService(ManyAndAway, StandingApprovals):
                 return None
             by_channel.setdefault(id(channel), (copies, []))[1].append(target)
         if not by_channel:
+            return None
+        try:  # the rules only once the channels allow it: a route that sends never evaluates them twice
+            rules = self.policies.evaluate(request)
+        except Exception:  # the verdict step reports it (policy_error) on the usual path
+            return None
+        if rules.rule is not None or rules.decides or grants_may_decide(request, route, rules):
             return None
         return [result for copies, group in by_channel.values() for result in copies(request, group)]
 
